@@ -1,0 +1,53 @@
+"""hermes-host: keep everything in a store, send the model a bounded window.
+
+Public API for engine authors::
+
+    from hermes_host import hookimpl, CompressRequest, CompressResult
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+from hermes_host.hookspecs import hookimpl, hookspec
+from hermes_host.models import (
+    CompressDecision,
+    CompressionSettings,
+    CompressRequest,
+    CompressResult,
+    GuardState,
+    HistoryReader,
+    Message,
+    PreCompressRequest,
+    PruneRequest,
+    PruneResult,
+    SelectRequest,
+    SelectResult,
+    SessionEvent,
+    ShouldCompressRequest,
+    SummarizerSettings,
+)
+
+try:
+    __version__ = version("hermes-host")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0.0.0"
+
+__all__ = [
+    "CompressDecision",
+    "CompressRequest",
+    "CompressResult",
+    "CompressionSettings",
+    "GuardState",
+    "HistoryReader",
+    "Message",
+    "PreCompressRequest",
+    "PruneRequest",
+    "PruneResult",
+    "SelectRequest",
+    "SelectResult",
+    "SessionEvent",
+    "ShouldCompressRequest",
+    "SummarizerSettings",
+    "__version__",
+    "hookimpl",
+    "hookspec",
+]

@@ -1,0 +1,255 @@
+"""``config.yaml``: pydantic models, the one loader, and errors that name file, key and value.
+
+Lookup order (R-14.5): ``--config PATH``, else ``$HERMES_HOST_CONFIG``, else ``./config.yaml``,
+else ``$HERMES_HOST_HOME/config.yaml``; with none of them the defaults apply.
+``HERMES_HOST_HOME`` defaults to ``~/.hermes-host`` and also holds ``state.db``.
+
+Which engine answers which lifecycle hook (R-14.8)::
+
+    context:
+      engine: compressor              # answers every lifecycle hook by default
+      hooks:                          # optional, per hook, ordered
+        select_context: [topic_router, retrieval]
+
+For a hook listed under ``context.hooks`` the list is used as given; otherwise the chain is
+``[context.engine]``.  ``select_context`` runs the chain in order, each engine receiving the
+previous one's messages; the other lifecycle hooks ask the engines in order and take the first
+non-``None`` answer.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from hermes_host.hookspecs import DEFAULT_TIMEOUTS, LIFECYCLE_HOOKS, MEMORY_HOOKS
+from hermes_host.models import CompressionSettings, SummarizerSettings
+
+__all__ = [
+    "ConfigError",
+    "HermesConfig",
+    "find_config_path",
+    "hermes_home",
+    "load_config",
+]
+
+
+class ConfigError(Exception):
+    """A config file could not be read or validated; ``str()`` is the user-facing message."""
+
+    def __init__(self, message: str, *, path: Path | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ContextSection(_Section):
+    engine: str = Field("compressor", description="Engine answering every lifecycle hook.")
+    hooks: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Per lifecycle hook, the ordered engines that answer it.",
+    )
+
+    @field_validator("hooks")
+    @classmethod
+    def _known_hooks(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for hook in value:
+            if hook not in LIFECYCLE_HOOKS:
+                raise ValueError(
+                    f"unknown hook {hook!r}; allowed: {', '.join(LIFECYCLE_HOOKS)}"
+                )
+        return value
+
+    def chain(self, hook: str) -> list[str]:
+        """The ordered engine names that answer ``hook``."""
+        return list(self.hooks.get(hook) or [self.engine])
+
+    def engine_names(self) -> list[str]:
+        """Every engine this config selects, in first-mention order."""
+        names: list[str] = []
+        for hook in LIFECYCLE_HOOKS:
+            for name in self.chain(hook):
+                if name not in names:
+                    names.append(name)
+        return names
+
+
+class BreakerSection(_Section):
+    failures: int = Field(3, ge=1, description="Consecutive failures that open the breaker.")
+    cooldown_seconds: float = Field(60.0, gt=0, description="How long an open breaker skips.")
+
+
+class HooksSection(_Section):
+    timeouts: dict[str, float] = Field(default_factory=dict)
+    breaker: BreakerSection = Field(default_factory=BreakerSection)
+    max_leaked_workers: int = Field(
+        8, ge=1, description="Hung workers tolerated before further calls are refused."
+    )
+
+    @field_validator("timeouts")
+    @classmethod
+    def _known_timeouts(cls, value: dict[str, float]) -> dict[str, float]:
+        allowed = (*LIFECYCLE_HOOKS, *MEMORY_HOOKS)
+        for hook, seconds in value.items():
+            if hook not in allowed:
+                raise ValueError(f"unknown hook {hook!r}; allowed: {', '.join(allowed)}")
+            if not seconds > 0:
+                raise ValueError(f"timeout for {hook} must be > 0 seconds, got {seconds!r}")
+        return value
+
+    def timeout(self, hook: str) -> float:
+        return float(self.timeouts.get(hook, DEFAULT_TIMEOUTS[hook]))
+
+
+class MemorySection(_Section):
+    providers: list[str] = Field(
+        default_factory=lambda: ["markdown"], description="Memory providers to load, by name."
+    )
+    directory: str | None = Field(
+        None, description="Where MEMORY.md and USER.md live (default: $HERMES_HOST_HOME)."
+    )
+
+
+class StoreSection(_Section):
+    url: str | None = Field(
+        None, description="Path or sqlite:/// URL of state.db (default $HERMES_HOST_HOME/state.db)."
+    )
+    lease_ttl_seconds: float = Field(300.0, gt=0)
+
+
+class ModelSection(_Section):
+    name: str = "claude-sonnet-4-5"
+    context_length: int = Field(200_000, gt=0)
+    max_output_tokens: int = Field(8192, ge=0)
+
+
+class SessionResetSection(_Section):
+    mode: Literal["none", "idle", "daily", "both"] = "none"
+    idle_minutes: int = Field(1440, gt=0)
+    daily_hour: int = Field(4, ge=0, le=23)
+
+
+class SessionsSection(_Section):
+    auto_prune: bool = False
+
+
+class HermesConfig(_Section):
+    """The whole ``config.yaml``.  Unknown keys anywhere are errors."""
+
+    model: ModelSection = Field(default_factory=ModelSection)
+    context: ContextSection = Field(default_factory=ContextSection)
+    engines: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Each engine's own options block, passed as options=."
+    )
+    compression: CompressionSettings = Field(default_factory=CompressionSettings)
+    summarizer: SummarizerSettings = Field(default_factory=SummarizerSettings)
+    hooks: HooksSection = Field(default_factory=HooksSection)
+    memory: MemorySection = Field(default_factory=MemorySection)
+    store: StoreSection = Field(default_factory=StoreSection)
+    session_reset: SessionResetSection = Field(default_factory=SessionResetSection)
+    group_sessions_per_user: bool = True
+    sessions: SessionsSection = Field(default_factory=SessionsSection)
+
+    def store_path(self) -> Path:
+        url = self.store.url
+        if not url:
+            return hermes_home() / "state.db"
+        if url.startswith("sqlite:///"):
+            url = url[len("sqlite:///") :]
+        return Path(url).expanduser()
+
+
+def hermes_home() -> Path:
+    return Path(os.environ.get("HERMES_HOST_HOME") or Path.home() / ".hermes-host").expanduser()
+
+
+def find_config_path(explicit: str | os.PathLike[str] | None = None) -> Path | None:
+    """The config file to use under R-14.5's order, or ``None`` (defaults apply)."""
+    if explicit:
+        return Path(explicit)
+    env = os.environ.get("HERMES_HOST_CONFIG")
+    if env:
+        return Path(env)
+    for candidate in (Path("config.yaml"), hermes_home() / "config.yaml"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _allowed_for(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> str | None:
+    """Names the keys allowed at ``loc`` (for 'extra_forbidden' errors)."""
+    current: Any = model
+    for part in loc[:-1]:
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(str(part))
+            current = field.annotation if field else None
+        else:
+            return None
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return ", ".join(current.model_fields)
+    return None
+
+
+def _format_errors(exc: ValidationError, source: str) -> str:
+    lines = [f"{source}: invalid configuration"]
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        key = ".".join(str(p) for p in loc) or "(top level)"
+        value = err.get("input")
+        shown = repr(value) if not isinstance(value, dict) else "a mapping"
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        if err["type"] == "extra_forbidden":
+            allowed = _allowed_for(HermesConfig, loc)
+            msg = f"  {key}: unknown key" + (f"; allowed keys: {allowed}" if allowed else "")
+        elif err["type"] == "literal_error":
+            expected = err.get("ctx", {}).get("expected", "")
+            msg = f"  {key}: {shown} is not allowed; allowed values: {expected}"
+        else:
+            msg = f"  {key}: {err['msg']} (got {shown})"
+        lines.append(msg)
+    return "\n".join(lines)
+
+
+def parse_config(data: Any, source: str = "<config>") -> HermesConfig:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping, got {type(data).__name__}")
+    try:
+        return HermesConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(exc, source)) from None
+
+
+def load_config(path: str | os.PathLike[str] | None = None) -> HermesConfig:
+    """Load and validate the config found by :func:`find_config_path` (defaults if none).
+
+    Raises :class:`ConfigError` with a message naming the file, the key path, the bad value
+    and what is allowed.
+    """
+    found = find_config_path(path)
+    if found is None:
+        return HermesConfig()
+    try:
+        text = found.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{found}: config file not found", path=found) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{found}: cannot read config file: {exc}", path=found) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{found}: not valid YAML: {exc}", path=found) from None
+    try:
+        return parse_config(data, str(found))
+    except ConfigError as exc:
+        exc.path = found
+        raise

@@ -1,0 +1,272 @@
+"""Request and result types that cross the host/engine boundary.
+
+Every lifecycle hook takes exactly one keyword argument, ``request``, and returns one result
+object or ``None``.  These are pydantic models so that adding a field later never breaks a
+plugin: engines read the fields they know and ignore the rest.
+
+Messages are plain OpenAI-format dicts (``{"role": ..., "content": ..., "tool_calls": [...],
+"tool_call_id": ...}``).  Keys that start with ``_`` are host/engine metadata (for example
+``_compressed_summary``) and are stripped by the wire sanitiser before a request leaves the
+process (R-7.5).
+
+The request an engine receives is a private deep copy (R-10.2): mutate it freely, it changes
+nothing outside your call.  The host only ever uses what you *return*.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Message = dict[str, Any]
+"""One OpenAI-format chat message."""
+
+__all__ = [
+    "CompressDecision",
+    "CompressRequest",
+    "CompressResult",
+    "CompressionSettings",
+    "GuardState",
+    "HistoryReader",
+    "Message",
+    "PreCompressRequest",
+    "PruneRequest",
+    "PruneResult",
+    "SelectRequest",
+    "SelectResult",
+    "SessionEvent",
+    "ShouldCompressRequest",
+    "SummarizerSettings",
+    "SummaryOutcome",
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+
+class CompressionSettings(_Model):
+    """The user's ``compression:`` section of ``config.yaml`` (SPEC R-4.5, R-12.2).
+
+    The host passes it to ``should_compress`` and ``compress`` so that an engine honours the
+    user's settings without reading config files itself.
+    """
+
+    threshold_percent: float = Field(0.50, gt=0, le=1)
+    threshold_tokens: int | None = Field(
+        None, gt=0, description="Absolute cap on the trigger threshold (R-4.2)."
+    )
+    model_thresholds: dict[str, float] = Field(
+        default_factory=dict,
+        description="threshold_percent by model-name substring; the longest match wins (R-4.4).",
+    )
+    protect_first_n: int = Field(3, ge=0)
+    protect_last_n: int = Field(20, ge=1)
+    summary_target_ratio: float = Field(0.20, ge=0.0, le=1.0)
+    abort_on_summary_failure: bool = False
+    proactive_prune_tokens: int = Field(0, ge=0, description="0 = off (R-11.1).")
+    min_tail_user_messages: int = Field(1, ge=0)
+    micro_compact: bool = False
+    context_timeout_seconds: float = Field(
+        120.0, gt=0, description="Bounds the whole compression pass (R-14.9)."
+    )
+    mode: Literal["rotate", "in_place"] = Field(
+        "rotate", description="How a compression is persisted (R-8.1 / R-8.2)."
+    )
+    cooldown_seconds: float = Field(
+        600.0, gt=0, description="Suppression after a transient summariser failure (R-5.1)."
+    )
+
+
+class SummarizerSettings(_Model):
+    """The user's ``summarizer:`` section: which auxiliary LLM writes summaries (R-14.7).
+
+    ``provider: auto`` uses Anthropic when ``ANTHROPIC_API_KEY`` is set and the offline
+    extractive summariser otherwise.
+    """
+
+    provider: Literal["auto", "anthropic", "offline"] = "auto"
+    model: str = "claude-3-5-haiku-latest"
+    max_tokens: int = Field(4096, gt=0)
+    temperature: float = Field(0.2, ge=0, le=2)
+    base_url: str | None = None
+    timeout_seconds: float = Field(60.0, gt=0)
+    max_retries: int = Field(0, ge=0)
+
+
+class GuardState(_Model):
+    """Durable guard counters of the session (R-5.3), read fresh from the store by the host
+    immediately before the hook is called, so that several processes agree."""
+
+    cooldown_until: float | None = Field(
+        None, description="Unix time before which automatic compression is suppressed."
+    )
+    fallback_streak: int = 0
+    ineffective_count: int = 0
+    now: float = Field(description="The host's clock (Unix time) when the request was built.")
+
+
+@runtime_checkable
+class HistoryReader(Protocol):
+    """Read-only view of the session's full stored history, passed to ``select_context``.
+
+    It sees archived and compacted rows and earlier sessions of the lineage.  Engines use it
+    to search; they can never write through it.
+    """
+
+    def search(
+        self, query: str, *, limit: int = 20, lineage: bool = True
+    ) -> list[dict[str, Any]]:
+        """Full-text search; each hit is a dict with at least ``message_id``, ``session_id``,
+        ``role``, ``content``, ``score`` (lower is better, BM25) and ``active``."""
+        ...
+
+    def messages(self, *, include_inactive: bool = True) -> list[Message]:
+        """All messages of this session's lineage, oldest first."""
+        ...
+
+
+class _SessionRequest(_Model):
+    session_id: str
+    messages: list[Message] = Field(
+        description="The current window, system prompt first when there is one. A private copy."
+    )
+
+
+class ShouldCompressRequest(_SessionRequest):
+    """Input of ``should_compress``: the window after a turn, and the facts to decide on."""
+
+    prompt_tokens: int | None = Field(
+        None, description="prompt_tokens the provider reported for the last call, if any."
+    )
+    current_tokens: int = Field(description="Host-counted tokens of ``messages``.")
+    context_length: int = Field(gt=0, description="The model's context window in tokens.")
+    max_output_tokens: int = Field(0, ge=0, description="Tokens reserved for the reply.")
+    model: str = ""
+    compression_count: int = 0
+    force: bool = False
+    guards: GuardState
+    compression: CompressionSettings = Field(default_factory=CompressionSettings)
+
+
+class CompressDecision(_Model):
+    """Result of ``should_compress``."""
+
+    compress: bool
+    reason: str | None = Field(
+        None, description="Why not (e.g. 'below_threshold', 'cooldown:42', 'ineffective')."
+    )
+    threshold_tokens: int | None = None
+
+
+SummaryOutcome = Literal[
+    "summarised",  # the configured summariser wrote the summary
+    "fallback",  # the summariser failed; a deterministic fallback summary was used
+    "dropped",  # the middle was dropped without an LLM call (feasibility skip)
+    "noop",  # nothing to compress (too few messages); an ineffective attempt
+    "failed_transient",  # 429/5xx/timeout/network: the host starts a cooldown
+    "failed_permanent",  # 401/402/403/quota: no retry
+    "aborted",  # abort_on_summary_failure: the original window is kept
+]
+
+
+class CompressRequest(_SessionRequest):
+    """Input of ``compress``."""
+
+    current_tokens: int
+    context_length: int = Field(gt=0)
+    model: str = ""
+    focus_topic: str | None = Field(None, description="`/compress <focus>`: favour this topic.")
+    force: bool = Field(False, description="Manual /compress: ignore cooldown and skips.")
+    memory_context: str | None = Field(
+        None, description="Text memory providers asked to preserve (R-11.4)."
+    )
+    compression_count: int = Field(0, description="Compressions already in this lineage.")
+    keep_last_turns: int | None = Field(
+        None, description="`/compress here N`: keep exactly the last N user turns."
+    )
+    today: _dt.date | None = Field(None, description="For temporal anchoring (R-7.3).")
+    guards: GuardState
+    compression: CompressionSettings = Field(default_factory=CompressionSettings)
+    summarizer: SummarizerSettings = Field(default_factory=SummarizerSettings)
+
+
+class CompressResult(_Model):
+    """Result of ``compress``: the proposed new window plus what happened."""
+
+    messages: list[Message]
+    outcome: SummaryOutcome = "summarised"
+    llm_calls: int = 0
+    cooldown_seconds: float | None = Field(
+        None, description="Ask the host to suppress automatic compression this long (R-5.1)."
+    )
+    notes: list[str] = Field(default_factory=list, description="Human-readable, secret-free.")
+
+
+class SelectRequest(_SessionRequest):
+    """Input of ``select_context``, called before every send."""
+
+    incoming_message: Message | None = Field(
+        None, description="The newest user message of this turn (also last in ``messages``)."
+    )
+    budget_tokens: int = Field(description="Tokens this turn may use for context.")
+    history: Any = Field(
+        None, description="A HistoryReader over the stored lineage, or None without a store."
+    )
+    state: dict[str, Any] = Field(
+        default_factory=dict,
+        description="This engine's own persisted state from its last SelectResult.state.",
+    )
+
+
+class SelectResult(_Model):
+    """Result of ``select_context``: the messages this turn sends (replaces, never shrinks
+    what the store holds).  Anything the engine adds is turn-scoped and never persisted."""
+
+    messages: list[Message]
+    decision: dict[str, Any] = Field(
+        default_factory=dict,
+        description="What was chosen and why (shown by /status, the trace and replay --json).",
+    )
+    state: dict[str, Any] | None = Field(
+        None, description="State to hand back next turn (JSON-serialisable); None = keep."
+    )
+
+
+class PruneRequest(_SessionRequest):
+    """Input of ``prune_tool_results_only``: deterministic, no LLM."""
+
+    current_tokens: int
+    context_length: int = Field(gt=0)
+    min_output_chars: int = Field(8000, description="Only outputs this large are candidates.")
+    min_reclaim_tokens: int = Field(4096, description="Do nothing unless this much is freed.")
+    compression: CompressionSettings = Field(default_factory=CompressionSettings)
+
+
+class PruneResult(_Model):
+    """Result of ``prune_tool_results_only``."""
+
+    messages: list[Message]
+    pruned: int = Field(ge=0, description="How many tool outputs were replaced.")
+    tokens_saved: int = 0
+
+
+class SessionEvent(_Model):
+    """Argument of the memory-provider callbacks."""
+
+    session_id: str
+    previous_session_id: str | None = None
+    reason: str | None = Field(
+        None, description="'compression', 'new', 'resume', 'idle', 'daily', 'branch' ..."
+    )
+    user_id: str | None = None
+    messages: list[Message] = Field(default_factory=list)
+    cwd: str | None = None
+
+
+class PreCompressRequest(_SessionRequest):
+    """Argument of ``on_pre_compress``: the window about to be compressed."""
+
+    focus_topic: str | None = None
