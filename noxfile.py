@@ -1,0 +1,89 @@
+"""Every check a developer or CI runs, by name: ``nox -s tests``, ``lint``, ``typecheck``,
+``bench``, ``demo``, ``docs``.
+
+Engine distributions are found by globbing ``plugins/*/pyproject.toml`` and
+``contrib_engines/*/pyproject.toml``: adding an engine folder adds it to every session.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+nox.options.sessions = ["tests"]
+nox.options.reuse_existing_virtualenvs = False
+PYTHON = os.environ.get("HERMES_HOST_NOX_PYTHON", "3.11")
+
+
+def engine_dists() -> list[Path]:
+    """Every engine distribution in the repository, host-first order does not matter."""
+    found = sorted(ROOT.glob("plugins/*/pyproject.toml")) + sorted(
+        ROOT.glob("contrib_engines/*/pyproject.toml")
+    )
+    return [p.parent for p in found]
+
+
+def install_all(session: nox.Session, *extras: str) -> None:
+    session.install("-e", f"{ROOT}[{','.join(('test', *extras))}]")
+    for dist in engine_dists():
+        session.install("-e", str(dist))
+
+
+def transcripts_env() -> dict[str, str]:
+    default = ROOT.parent / "shared" / "data" / "transcripts"
+    return {"HERMES_HOST_TRANSCRIPTS": os.environ.get("HERMES_HOST_TRANSCRIPTS", str(default))}
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """Install the host and every engine distribution, then run all their tests."""
+    install_all(session)
+    paths = ["tests", *[str(d / "tests") for d in engine_dists() if (d / "tests").is_dir()]]
+    session.run(
+        "pytest", *session.posargs, *paths, env=transcripts_env(), external=False
+    )
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff over the host, the engines, tests and benchmarks."""
+    session.install("ruff")
+    session.run("ruff", "check", ".")
+
+
+@nox.session(python=PYTHON)
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict over the host package."""
+    install_all(session)
+    session.install("mypy", "types-PyYAML")
+    session.run("mypy", "hermes_host")
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """Run every benchmarks/bench_*.py and write their sections to docs/benchmarks.md."""
+    install_all(session)
+    sections = []
+    for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
+        out = session.run(
+            "python", str(script), *session.posargs, silent=True, env=transcripts_env()
+        )
+        if isinstance(out, str):
+            print(out)
+            sections.append(out.strip())
+    header = (
+        "# Benchmarks\n\nWritten by `nox -s bench`. Figures are from one run on a shared "
+        "2-core machine; compare the ratios measured within the same run, not the absolute "
+        "numbers across runs.\n"
+    )
+    (ROOT / "docs" / "benchmarks.md").write_text(header + "\n" + "\n\n".join(sections) + "\n")
+
+
+@nox.session(python=PYTHON)
+def demo(session: nox.Session) -> None:
+    """The main job on the embedded default store: ``hermes-host demo``."""
+    install_all(session)
+    session.run("hermes-host", "demo", *session.posargs)
