@@ -1,0 +1,68 @@
+"""The host's state store (SPEC R-9): the protocol, its records and errors, and
+:func:`open_store`, the one way to get a store from a path or URL."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hermes_host.store.base import (
+    Deferred,
+    Guards,
+    Lease,
+    LeaseLostError,
+    PublishMode,
+    PublishResult,
+    SchemaTooNewError,
+    SearchHit,
+    Session,
+    SessionNotFoundError,
+    StateStore,
+    StoredMessage,
+    StoreError,
+    TitleConflictError,
+)
+
+__all__ = [
+    "DEFAULT_LEASE_TTL",
+    "Deferred",
+    "Guards",
+    "Lease",
+    "LeaseLostError",
+    "PublishMode",
+    "PublishResult",
+    "SchemaTooNewError",
+    "SearchHit",
+    "Session",
+    "SessionNotFoundError",
+    "StateStore",
+    "StoreError",
+    "StoredMessage",
+    "TitleConflictError",
+    "open_store",
+]
+
+DEFAULT_LEASE_TTL = 300.0
+"""Seconds a compression lease lives without refresh (config ``store.lease_ttl_seconds``)."""
+
+
+def open_store(
+    path_or_url: str | os.PathLike[str], *, lease_ttl: float = DEFAULT_LEASE_TTL
+) -> StateStore:
+    """Open (creating and migrating if needed) the store at ``path_or_url``.
+
+    Accepts a file path or a ``sqlite:///path`` URL (``HermesConfig.store_path()`` gives the
+    configured one).  Other URL schemes are refused with a message naming what is supported.
+    """
+    text = os.fspath(path_or_url)
+    if text.startswith("sqlite:///"):
+        text = text[len("sqlite:///") :]
+    elif "://" in text:
+        scheme = text.split("://", 1)[0]
+        raise StoreError(
+            f"unsupported store URL scheme {scheme!r} in {text!r}; supported: a file path or "
+            "sqlite:///path (PostgreSQL ships separately as hermes-store-postgres)"
+        )
+    from hermes_host.store.sqlite import SQLiteStore
+
+    return SQLiteStore(Path(text).expanduser(), lease_ttl=lease_ttl)
