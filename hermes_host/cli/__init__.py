@@ -36,6 +36,12 @@ def _register() -> None:
 
 _COMMANDS: list[tuple[str, str]] = [
     # (module, click command attribute) — add one line per noun module.
+    ("plugin", "plugin"),
+    ("install", "install"),
+    ("install", "uninstall"),
+    ("engines", "engines"),
+    ("config_cmd", "config"),
+    ("doctor", "doctor"),
 ]
 
 _register()

@@ -1,0 +1,149 @@
+"""``hermes-host doctor``: one screen that says whether this installation can run a session.
+
+Checks the config file, installed and selected plugins, the store path, the tokenizer and the
+versions.  ``fail`` makes the exit status 1; ``warn`` (a missing memory provider, the
+token estimator instead of tiktoken) does not, because the host runs anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from hermes_host import __version__
+from hermes_host.config import ConfigError, HermesConfig, find_config_path, load_config
+from hermes_host.plugins import PluginError, discover, load_plugins
+from hermes_host.tokens import encoding_info
+
+from .config_cmd import config_option, describe_selection, source_label
+
+__all__ = ["Check", "doctor", "run_checks"]
+
+CheckStatus = Literal["ok", "warn", "fail"]
+_STYLE = {"ok": "green", "warn": "yellow", "fail": "red"}
+
+
+@dataclass
+class Check:
+    name: str
+    status: CheckStatus
+    detail: str
+
+
+def _writable_dir(path: Path) -> tuple[bool, str]:
+    """Whether ``path``'s directory exists and is writable, or could be created."""
+    directory = path.parent
+    probe = directory
+    while not probe.exists():
+        if probe.parent == probe:
+            return False, f"no existing ancestor of {directory}"
+        probe = probe.parent
+    if not probe.is_dir():
+        return False, f"{probe} is not a directory"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return False, f"{probe} is not writable"
+    if probe == directory:
+        return True, f"{directory} is writable"
+    return True, f"{directory} does not exist yet; {probe} is writable, so it can be created"
+
+
+def run_checks(config_path: Path | None) -> list[Check]:
+    """Every doctor check, in display order; never raises for a user problem."""
+    checks: list[Check] = []
+    path = find_config_path(config_path)
+    cfg: HermesConfig | None
+    try:
+        cfg = load_config(config_path)
+        checks.append(Check("config", "ok", f"{source_label(path)}: valid"))
+    except ConfigError as exc:
+        cfg = None
+        checks.append(Check("config", "fail", str(exc)))
+
+    try:
+        infos = discover()
+        engines = sorted(i.name for i in infos if i.kind == "engine" and i.status != "disabled")
+        providers = sorted(
+            i.name for i in infos if i.kind == "memory_provider" and i.status != "disabled"
+        )
+        disabled = sorted(i.name for i in infos if i.status == "disabled")
+        detail = (
+            f"engines: {', '.join(engines) or 'none'}; "
+            f"memory providers: {', '.join(providers) or 'none'}"
+        )
+        if disabled:
+            detail += f"; disabled: {', '.join(disabled)}"
+        checks.append(Check("plugins installed", "ok", detail))
+    except PluginError as exc:
+        checks.append(Check("plugins installed", "fail", str(exc)))
+
+    if cfg is not None:
+        try:
+            loaded = load_plugins(cfg)
+        except PluginError as exc:
+            checks.append(Check("engines selected", "fail", f"{source_label(path)}: {exc}"))
+        else:
+            checks.append(Check("engines selected", "ok", describe_selection(cfg)))
+            for info in loaded.failures:
+                checks.append(Check(f"memory provider {info.name}", "warn", str(info.error)))
+            for name in sorted(loaded.providers):
+                checks.append(Check(f"memory provider {name}", "ok", "loaded"))
+
+        store = cfg.store_path()
+        ok, why = _writable_dir(store)
+        state = "exists" if store.exists() else "will be created"
+        checks.append(Check("store", "ok" if ok else "fail", f"{store} ({state}); {why}"))
+
+    tok = encoding_info()
+    if tok.get("exact"):
+        checks.append(Check("tokenizer", "ok", f"{tok['encoding']} ({tok['method']})"))
+    else:
+        checks.append(Check("tokenizer", "warn", f"no tiktoken encoding; {tok['method']}"))
+
+    checks.append(
+        Check(
+            "versions",
+            "ok",
+            f"hermes-host {__version__}; Python {platform.python_version()} ({sys.executable})",
+        )
+    )
+    return checks
+
+
+@click.command("doctor")
+@config_option
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def doctor(config_path: Path | None, as_json: bool) -> None:
+    """Check config, plugins, store path and tokenizer; exit 0 if healthy, else 1."""
+    checks = run_checks(config_path)
+    healthy = all(c.status != "fail" for c in checks)
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "healthy": healthy,
+                    "hermes_host": __version__,
+                    "python": platform.python_version(),
+                    "checks": [asdict(c) for c in checks],
+                },
+                indent=2,
+            )
+        )
+    else:
+        console = Console()
+        table = Table("check", "status", "detail")
+        for c in checks:
+            table.add_row(c.name, Text(c.status, style=_STYLE[c.status]), Text(c.detail))
+        console.print(table)
+        console.print(Text("healthy" if healthy else "problems found", style=_STYLE[
+            "ok" if healthy else "fail"]))
+    sys.exit(0 if healthy else 1)
