@@ -90,9 +90,8 @@ _PLACEHOLDER_RE = re.compile(
 )
 _NUMBER_RE = re.compile(r"^[-+]?\d[\d_,]*(?:\.\d+)?(?:e[-+]?\d+)?[kKmMgG%]?$")
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z_]*$")
-_CODE_RE = re.compile(
-    r"[()\[\]{}]|^[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+$|^(?:os|process|self|env)\."
-)
+_CALL_RE = re.compile(r"[()\[\]{}]|^(?:os|process|self|env|settings|config)\.")
+_DOTTED_RE = re.compile(r"^[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+$")
 
 
 def _plausible_value(value: str, *, quoted: bool, name: str, strong: bool) -> bool:
@@ -106,8 +105,10 @@ def _plausible_value(value: str, *, quoted: bool, name: str, strong: bool) -> bo
     if quoted:
         # A quoted literal is data, not code; only reject format/placeholders (above).
         return not v.startswith(("$", "{{", "%"))
-    if _CODE_RE.search(v):
-        return False
+    if _CALL_RE.search(v):
+        return False  # ``os.environ["X"]``, ``getpass()``, ``Base.encode64(...)``
+    if _DOTTED_RE.match(v) and not _looks_random(v, min_len=12):
+        return False  # ``settings.SECRET_KEY``
     if _IDENT_RE.match(v) and not name.isupper():
         # ``password = password`` / ``token: token`` is code, not a credential.
         return False
