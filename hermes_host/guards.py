@@ -1,0 +1,117 @@
+"""Cooldown and anti-thrash guards (R-5), and the host's own trigger rule (R-4.1, R-4.2, R-4.4).
+
+The guard counters live in the session's ``sessions`` row and are re-read from the store before
+every decision (R-5.3), so every process serving a session agrees.  This module holds the pure
+rules; the host reads and writes the counters through the store.
+
+* Cooldown (R-5.1): a transient summariser failure suppresses *automatic* compression until a
+  deadline (``compression.cooldown_seconds`` unless the engine asked for another length).
+  A manual ``/compress`` (``force=True``) clears it.
+* Anti-thrash (R-5.2): automatic compression stops after 2 consecutive ineffective
+  compressions (each saved < 10 %, or was a no-op), or after the fallback summary was used 2
+  times in a row.  A forced compression ignores both; an effective one resets the counters.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hermes_host.models import CompressDecision, CompressionSettings, GuardState
+
+__all__ = [
+    "INEFFECTIVE_SAVING",
+    "STREAK_LIMIT",
+    "after_compression",
+    "blocked_reason",
+    "cleared_for_force",
+    "host_decision",
+    "threshold_tokens",
+]
+
+INEFFECTIVE_SAVING = 0.10
+"""A compression that saves less than this fraction of the window is ineffective (R-5.2)."""
+
+STREAK_LIMIT = 2
+"""Consecutive ineffective compressions / fallbacks after which automatic compression stops."""
+
+
+def blocked_reason(guards: GuardState) -> str | None:
+    """Why automatic compression is suppressed now, or ``None`` when it may run."""
+    if guards.cooldown_until is not None and guards.cooldown_until > guards.now:
+        return f"cooldown:{math.ceil(guards.cooldown_until - guards.now)}"
+    if guards.ineffective_count >= STREAK_LIMIT:
+        return "ineffective"
+    if guards.fallback_streak >= STREAK_LIMIT:
+        return "fallback_streak"
+    return None
+
+
+def cleared_for_force(guards: GuardState) -> GuardState:
+    """A manual ``/compress`` clears the cooldown and the anti-thrash counters (R-5.1, R-12.1)."""
+    return guards.model_copy(
+        update={"cooldown_until": None, "ineffective_count": 0, "fallback_streak": 0}
+    )
+
+
+def threshold_tokens(settings: CompressionSettings, context_length: int, model: str = "") -> int:
+    """``min(context_length × ratio, threshold_tokens)`` (R-4.2); the ratio is overridden by
+    the longest ``model_thresholds`` key that is a substring of ``model`` (R-4.4)."""
+    ratio = settings.threshold_percent
+    matches = [key for key in settings.model_thresholds if key and key in model]
+    if matches:
+        ratio = settings.model_thresholds[max(matches, key=len)]
+    threshold = int(context_length * ratio)
+    if settings.threshold_tokens is not None:
+        threshold = min(threshold, settings.threshold_tokens)
+    return max(1, threshold)
+
+
+def host_decision(
+    *,
+    tokens: int,
+    context_length: int,
+    settings: CompressionSettings,
+    guards: GuardState,
+    model: str = "",
+) -> CompressDecision:
+    """The host's own rule, used when no engine answers ``should_compress`` or the engine
+    failed (the hook's fail policy): guards first, then the threshold (R-4.1)."""
+    threshold = threshold_tokens(settings, context_length, model)
+    blocked = blocked_reason(guards)
+    if blocked is not None:
+        return CompressDecision(compress=False, reason=blocked, threshold_tokens=threshold)
+    if tokens < threshold:
+        return CompressDecision(
+            compress=False, reason="below_threshold", threshold_tokens=threshold
+        )
+    return CompressDecision(compress=True, reason=None, threshold_tokens=threshold)
+
+
+def after_compression(
+    guards: GuardState,
+    *,
+    outcome: str,
+    tokens_before: int,
+    tokens_after: int,
+    cooldown_seconds: float,
+) -> GuardState:
+    """The guard counters after a compression attempt with ``outcome`` (R-5.1, R-5.2).
+
+    ``failed_transient`` starts a cooldown; ``fallback`` extends the fallback streak;
+    ``noop`` or a saving under 10 % counts as ineffective; an effective, non-fallback
+    compression resets both streaks.  ``failed_permanent`` / ``aborted`` change nothing but
+    the cooldown (none): retrying cannot help, and the user is told instead.
+    """
+    update: dict[str, object] = {}
+    if outcome == "failed_transient":
+        update["cooldown_until"] = guards.now + cooldown_seconds
+        return guards.model_copy(update=update)
+    if outcome in ("failed_permanent", "aborted"):
+        return guards
+    saved = (tokens_before - tokens_after) / tokens_before if tokens_before > 0 else 0.0
+    ineffective = outcome == "noop" or saved < INEFFECTIVE_SAVING
+    update["ineffective_count"] = guards.ineffective_count + 1 if ineffective else 0
+    update["fallback_streak"] = guards.fallback_streak + 1 if outcome == "fallback" else 0
+    if not ineffective and outcome != "fallback":
+        update["cooldown_until"] = None
+    return guards.model_copy(update=update)

@@ -1,0 +1,815 @@
+"""``ContextHost`` / ``Session``: the API an agent loop embeds (SPEC sections 1, 2, 8, 10, 12).
+
+An agent loop does, per model call::
+
+    session.add_user(text)                       # persisted at once, verbatim
+    request = session.build_request(injections)  # system prompt + window + turn-scoped extras
+    reply = call_the_model(request)
+    session.add_assistant(reply.text, reply.tool_calls)
+    session.add_tool_result(call_id, output)     # for every call
+    outcome = session.end_turn(usage)            # maybe compresses; the session id may switch
+
+The host owns the truth (the store), the rules (invariants, guards, the fence) and the
+schedule.  Engines only ever see private snapshots and return proposals; a proposal is
+committed in one store transaction after the fence adopted and validated it, or thrown away.
+
+**Normalisation.**  The store keeps every message exactly as it was added.  Real agents
+produce adjacent same-role messages (console echoes, interrupted turns) and calls that were
+never answered; the *window* the host sends and hands to engines is therefore normalised each
+time it is built: :func:`~hermes_host.messages.repair_tool_pairs` closes dangling calls and
+drops stray results, then :func:`~hermes_host.messages.normalize_alternation` merges
+neighbours of one role (R-1.4, R-6.9).  The function is deterministic, so the normalised
+window only ever grows at its end and prompt caching holds.  :attr:`Session.normalised`
+reports what it did.
+
+**Prompt caching (R-1.3).**  Every :meth:`Session.build_request` compares the new system
+prompt + window with the previous one: the system prompt must be byte-identical and the
+previous window (except its final, still-open message, which a same-role merge may extend)
+must be a byte-identical prefix — unless a compression was committed in between.
+:attr:`Session.cache_violations` counts breaches.  ``select_context`` output and turn-scoped
+injections are per-request by design and are not part of this check.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from hermes_host import guards as guard_rules
+from hermes_host.config import HermesConfig, load_config
+from hermes_host.fence import Fenced, HookRunner
+from hermes_host.injections import Injection, apply_injections
+from hermes_host.messages import (
+    check_invariants,
+    normalize_alternation,
+    repair_tool_pairs,
+    sanitize_for_wire,
+    tool_call_ids,
+    validate_messages,
+)
+from hermes_host.models import (
+    CompressDecision,
+    CompressRequest,
+    CompressResult,
+    GuardState,
+    Message,
+    PreCompressRequest,
+    SelectRequest,
+    SelectResult,
+    SessionEvent,
+    ShouldCompressRequest,
+)
+from hermes_host.plugins import LoadedPlugins, load_plugins
+from hermes_host.store import Deferred, Guards, LeaseLostError, StateStore, StoreError, open_store
+from hermes_host.tokens import TokenCounter
+
+__all__ = [
+    "COMPACTED_MARKER",
+    "COMPACTING_MARKER",
+    "CompressionReport",
+    "ContextHost",
+    "Normalisation",
+    "Session",
+    "TurnOutcome",
+]
+
+COMPACTING_MARKER = "🗜️ Compacting context — summarizing earlier conversation..."
+"""Shown when a compression pass starts (R-10.4)."""
+COMPACTED_MARKER = "✓ Context compaction complete — continuing turn..."
+"""Shown when a compression was committed (R-10.4)."""
+
+_COMMITTING_OUTCOMES = frozenset({"summarised", "fallback", "dropped"})
+
+ReportStatus = Literal["committed", "preview", "not_committed", "deferred", "rejected"]
+
+
+@dataclass
+class Normalisation:
+    """What the host changed in the window it sends (the store keeps the originals)."""
+
+    merged_adjacent: int = 0
+    """Adjacent same-role messages merged into one (R-1.4)."""
+    tool_pairs_repaired: int = 0
+    """Dangling calls closed with a short note, or stray results dropped (R-6.9)."""
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "merged_adjacent": self.merged_adjacent,
+            "tool_pairs_repaired": self.tool_pairs_repaired,
+        }
+
+
+@dataclass
+class CompressionReport:
+    """One compression attempt, committed or not.
+
+    ``status``: ``committed`` (published; the session may have a new id), ``preview``
+    (``compress(preview=True)``: computed, not published), ``deferred`` (another path holds
+    the lease, R-10.1), ``not_committed`` (the engine declined, failed transiently, aborted or
+    no-op'd; guards updated), ``rejected`` (the fence or the host refused the proposal, or the
+    pass ran out of time: the session is unchanged).
+    """
+
+    status: ReportStatus
+    outcome: str
+    """The engine's ``SummaryOutcome``, or ``deferred`` / ``timeout`` / ``error`` / ``invalid``
+    / ``no_engine`` / ``lease_lost`` when the host decided."""
+    tokens_before: int
+    tokens_after: int
+    llm_calls: int = 0
+    engine: str | None = None
+    session_id: str = ""
+    previous_session_id: str | None = None
+    holder: str | None = None
+    message: str | None = None
+    notes: list[str] = field(default_factory=list)
+    published_messages: int = 0
+    """How many messages the compressed window holds (rows written by the publish)."""
+    proposed: list[Message] | None = None
+    """The proposed window (``preview`` only)."""
+    duration: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "outcome": self.outcome,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "llm_calls": self.llm_calls,
+            "engine": self.engine,
+            "session_id": self.session_id,
+            "previous_session_id": self.previous_session_id,
+            "holder": self.holder,
+            "message": self.message,
+            "notes": list(self.notes),
+            "published_messages": self.published_messages,
+            "duration": round(self.duration, 4),
+        }
+
+
+@dataclass
+class TurnOutcome:
+    """What :meth:`Session.end_turn` did.  ``events`` are user-facing lines, in order,
+    including the R-10.4 status markers around a compression."""
+
+    session_id: str
+    decision: CompressDecision
+    decided_by: str
+    """``engine:<name>`` or ``host`` (no engine answered, or the engine failed)."""
+    window_tokens: int
+    compression: CompressionReport | None = None
+    events: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        """``continued`` (no compression attempted), else the compression report's status."""
+        return "continued" if self.compression is None else self.compression.status
+
+    @property
+    def deferred(self) -> bool:
+        return self.compression is not None and self.compression.status == "deferred"
+
+
+class ContextHost:
+    """Loads config and plugins once, owns the store, opens sessions.
+
+    Build it with :meth:`from_config`.  One host per process is the norm; it is not
+    thread-safe per session (an agent loop drives one session from one thread), but the
+    store and the fence are shared safely.
+    """
+
+    def __init__(
+        self,
+        config: HermesConfig,
+        store: StateStore,
+        plugins: LoadedPlugins,
+        *,
+        owns_store: bool = False,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.plugins = plugins
+        self.runner = HookRunner(plugins.pm, config.hooks)
+        self.tokens = TokenCounter()
+        self._owns_store = owns_store
+
+    @classmethod
+    def from_config(
+        cls,
+        config: HermesConfig | str | os.PathLike[str] | None = None,
+        *,
+        store: StateStore | str | os.PathLike[str] | None = None,
+        extra_plugins: Mapping[str, object] | None = None,
+    ) -> ContextHost:
+        """A host from ``config`` (a :class:`HermesConfig`, a path, or ``None`` for the
+        R-14.5 lookup), the ``store`` (an open store, a path, or ``None`` for the configured
+        one) and ``extra_plugins`` (name → instance, registered as if installed; select them
+        by name in the config).
+
+        Raises :class:`~hermes_host.config.ConfigError`,
+        :class:`~hermes_host.plugins.PluginError` or
+        :class:`~hermes_host.store.StoreError` with user-facing messages.
+        """
+        if not isinstance(config, HermesConfig):
+            config = load_config(config)
+        extra: dict[str, object] = dict(extra_plugins or {})
+        if "markdown" in config.memory.providers and "markdown" not in extra:
+            # The built-in provider gets its directory from memory.directory, which the
+            # generic loader does not pass (it passes engines.<name> as options).
+            from hermes_host.memory.markdown import MarkdownMemory
+
+            options = {"directory": config.memory.directory} if config.memory.directory else {}
+            extra["markdown"] = MarkdownMemory(options=options)
+        plugins = load_plugins(config, extra=extra)
+        owns = not (store is not None and not isinstance(store, str | os.PathLike))
+        if store is None:
+            store = config.store_path()
+        if isinstance(store, str | os.PathLike):
+            Path(store).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            store = open_store(store, lease_ttl=config.store.lease_ttl_seconds)
+        return cls(config, store, plugins, owns_store=owns)
+
+    # -- names --------------------------------------------------------------------------
+
+    def chain(self, hook: str) -> list[str]:
+        """Engines configured for ``hook`` that are registered (R-14.8)."""
+        return [name for name in self.config.context.chain(hook) if name in self.plugins.engines]
+
+    @property
+    def providers(self) -> list[str]:
+        return [n for n in self.config.memory.providers if n in self.plugins.providers]
+
+    # -- sessions -----------------------------------------------------------------------
+
+    def open_session(
+        self,
+        title: str | None = None,
+        system_prompt: str = "",
+        *,
+        user_id: str | None = None,
+        cwd: str | None = None,
+        source: str | None = "hermes-host",
+    ) -> Session:
+        """Start a new session.  The system prompt snapshot is ``system_prompt`` plus what
+        memory providers append (``on_system_prompt``, R-13.1), frozen for the session."""
+        probe = SessionEvent(session_id="(new)", user_id=user_id, cwd=cwd, reason="new")
+        blocks = [
+            f.value
+            for f in self.runner.broadcast("on_system_prompt", self.providers, probe)
+            if f.adopted and isinstance(f.value, str) and f.value.strip()
+        ]
+        snapshot = "\n\n".join([system_prompt, *blocks]) if blocks else system_prompt
+        row = self.store.create_session(
+            source=source,
+            user_id=user_id,
+            model=self.config.model.name,
+            system_prompt=snapshot,
+            title=title,
+            cwd=cwd if cwd is not None else os.getcwd(),
+        )
+        session = Session(self, row.id, snapshot, [], title=row.title)
+        self._broadcast("on_session_start", SessionEvent(
+            session_id=row.id, user_id=user_id, cwd=row.cwd, reason="new"
+        ))
+        return session
+
+    def resume(self, by: str) -> Session:
+        """Reopen a stored session by id, ``"last"`` or title (the newest of its lineage,
+        R-8.3).  Raises :class:`~hermes_host.store.SessionNotFoundError`."""
+        row = self.store.resume(by)
+        snapshot = row.system_prompt
+        if snapshot is None:
+            for ancestor in reversed(self.store.lineage(row.id)[:-1]):
+                snapshot = self.store.get_session(ancestor).system_prompt
+                if snapshot is not None:
+                    break
+        window = self.store.active_messages(row.id)
+        if window and window[0].get("role") == "system":
+            snapshot = str(window[0].get("content") or "")
+            window = window[1:]
+        session = Session(self, row.id, snapshot or "", window, title=row.title)
+        session.compression_count = row.compression_count
+        self._broadcast("on_session_start", SessionEvent(
+            session_id=row.id, user_id=row.user_id, cwd=row.cwd, reason="resume"
+        ))
+        return session
+
+    def close(self) -> None:
+        """Close the store when this host opened it."""
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> ContextHost:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _broadcast(
+        self, hook: str, request: Any, timeout: float | None = None
+    ) -> list[Fenced[Any]]:
+        if not self.providers:
+            return []
+        return self.runner.broadcast(hook, self.providers, request, timeout=timeout)
+
+
+def _canonical(message: Message) -> str:
+    return json.dumps(message, sort_keys=True, ensure_ascii=False, default=str)
+
+
+class Session:
+    """One live conversation: its system prompt snapshot and window, backed by the store.
+
+    ``id`` switches when a compression rotates the session (R-8.1); ``lineage`` lists every
+    id it had.  Messages are persisted the moment they are added, so a crash loses nothing.
+    """
+
+    def __init__(
+        self,
+        host: ContextHost,
+        session_id: str,
+        system_prompt: str,
+        window: list[Message],
+        *,
+        title: str | None = None,
+    ) -> None:
+        self.host = host
+        self.id = session_id
+        self.title = title
+        self.system_prompt = system_prompt
+        self._window: list[Message] = list(window)
+        self._turn_start = len(self._window)
+        self.lineage: list[str] = [session_id]
+        self.compression_count = 0
+        self.compression_epoch = 0
+        self.cache_violations = 0
+        self.cache_checks = 0
+        self.normalised = Normalisation()
+        self.last_select: list[dict[str, Any]] = []
+        self.last_prompt_tokens: int | None = None
+        self._last_base: tuple[int, list[str]] | None = None
+        self.events: list[str] = []
+
+    # -- adding messages ----------------------------------------------------------------
+
+    def add_message(self, message: Message) -> None:
+        """Append one OpenAI-format message as is (every key kept) and persist it now.
+
+        Raises :class:`~hermes_host.messages.MessageError` for a structurally invalid
+        message; nothing is stored then."""
+        validate_messages([message])
+        if message.get("role") == "system":
+            raise ValueError(
+                "a system message cannot be added mid-session: the system prompt is frozen "
+                "for prompt caching (R-1.3); open a new session instead"
+            )
+        self.host.store.append_messages(self.id, [message])
+        self._window.append(message)
+
+    def add_user(self, content: str | list[dict[str, Any]]) -> None:
+        self.add_message({"role": "user", "content": content})
+
+    def add_assistant(
+        self, content: str | None, tool_calls: Sequence[Mapping[str, Any]] | None = None
+    ) -> None:
+        message: Message = {"role": "assistant", "content": content}
+        if tool_calls:
+            message["tool_calls"] = [dict(c) for c in tool_calls]
+        self.add_message(message)
+
+    def add_tool_result(self, tool_call_id: str, content: str, name: str | None = None) -> None:
+        message: Message = {"role": "tool", "tool_call_id": tool_call_id, "content": content}
+        if name is not None:
+            message["name"] = name
+        self.add_message(message)
+
+    # -- the window ---------------------------------------------------------------------
+
+    @property
+    def raw_window(self) -> list[Message]:
+        """The window as stored (not normalised), without the system prompt."""
+        return list(self._window)
+
+    def window(self) -> list[Message]:
+        """System prompt + normalised window, ``_`` metadata kept (what engines receive)."""
+        repaired, fixes = repair_tool_pairs(self._window)
+        merged, merges = normalize_alternation(repaired)
+        self.normalised = Normalisation(merged_adjacent=merges, tool_pairs_repaired=fixes)
+        head: list[Message] = (
+            [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        )
+        return head + merged
+
+    @property
+    def window_tokens(self) -> int:
+        """Host-counted tokens of system prompt + normalised window."""
+        return self.host.tokens.count_all(self.window())
+
+    def _check_cache(self, base: list[Message]) -> bool:
+        """R-1.3: the previous base (minus its open final message) must be a byte-identical
+        prefix of ``base`` unless a compression was committed in between."""
+        canon = [_canonical(m) for m in base]
+        ok = True
+        if self._last_base is not None and self._last_base[0] == self.compression_epoch:
+            prev = self._last_base[1]
+            self.cache_checks += 1
+            same_system = bool(prev) == bool(canon) and (not prev or prev[0] == canon[0])
+            keep = prev[:-1] if len(prev) > 1 else prev[:1]
+            ok = same_system and canon[: len(keep)] == keep
+            if not ok:
+                self.cache_violations += 1
+        self._last_base = (self.compression_epoch, canon)
+        return ok
+
+    def build_request(
+        self, injections: Iterable[Injection | str] | None = None
+    ) -> list[Message]:
+        """The wire-ready message list for the next model call.
+
+        System prompt + normalised window → the ``select_context`` chain (fenced, fail open)
+        → turn-scoped ``injections`` (used by this request only, never stored, R-2.2) →
+        :func:`repair_tool_pairs` → :func:`sanitize_for_wire` (every ``_`` key removed).
+        """
+        base = self.window()
+        self._check_cache(base)
+        selected = self._select(base)
+        with_extras = apply_injections(selected, list(injections or []))
+        repaired, _ = repair_tool_pairs(with_extras)
+        merged, _ = normalize_alternation(repaired)
+        return sanitize_for_wire(merged)
+
+    def _select(self, base: list[Message]) -> list[Message]:
+        host = self.host
+        chain = host.chain("select_context")
+        self.last_select = []
+        if not chain:
+            return base
+        incoming = next((m for m in reversed(base) if m.get("role") == "user"), None)
+        model = host.config.model
+        budget = max(model.context_length // 2, model.context_length - model.max_output_tokens)
+        try:
+            history = host.store.history_reader(self.id)
+            states = {name: host.store.get_engine_state(self.id, name) for name in chain}
+        except StoreError:
+            history, states = None, {}
+        request = SelectRequest(
+            session_id=self.id,
+            messages=base,
+            incoming_message=incoming,
+            budget_tokens=budget,
+            history=history,
+        )
+        result, stamps = host.runner.chain("select_context", chain, request, states=states)
+        for stamp in stamps:
+            entry: dict[str, Any] = {"engine": stamp.plugin, "provenance": str(stamp.provenance)}
+            if stamp.adopted and isinstance(stamp.value, SelectResult):
+                entry["decision"] = stamp.value.decision
+                if stamp.value.state is not None:
+                    try:
+                        host.store.set_engine_state(self.id, stamp.plugin, stamp.value.state)
+                    except (StoreError, TypeError, ValueError) as exc:
+                        entry["state_error"] = str(exc)
+            elif stamp.error:
+                entry["error"] = stamp.error
+            self.last_select.append(entry)
+        return result.messages if result is not None else base
+
+    # -- after a turn -------------------------------------------------------------------
+
+    def end_turn(self, usage: Mapping[str, Any] | Any | None = None) -> TurnOutcome:
+        """Finish a turn: record usage, ask ``should_compress`` (fenced; on failure the
+        host's own threshold rule decides), and run the compression pass when due."""
+        host = self.host
+        prompt_tokens = self._record_usage(usage)
+        turn_messages = self._window[self._turn_start :]
+        self._turn_start = len(self._window)
+        host._broadcast("on_turn_complete", SessionEvent(
+            session_id=self.id, reason="turn", messages=turn_messages
+        ))
+        base = self.window()
+        tokens = host.tokens.count_all(base)
+        guards = self._guards()
+        decision, decided_by = self._decide(base, tokens, prompt_tokens, guards)
+        outcome = TurnOutcome(
+            session_id=self.id, decision=decision, decided_by=decided_by, window_tokens=tokens
+        )
+        if decision.compress:
+            report = self._compression_pass(force=False, events=outcome.events)
+            outcome.compression = report
+            outcome.session_id = self.id
+            outcome.window_tokens = self.window_tokens
+        self.events.extend(outcome.events)
+        return outcome
+
+    def _record_usage(self, usage: Mapping[str, Any] | Any | None) -> int | None:
+        if usage is None:
+            return None
+
+        def get(name: str) -> int:
+            value = usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
+            return int(value) if isinstance(value, int | float) else 0
+
+        prompt = get("prompt_tokens") or get("input_tokens")
+        self.host.store.add_usage(
+            self.id,
+            input_tokens=prompt,
+            output_tokens=get("completion_tokens") or get("output_tokens"),
+            cache_read_tokens=get("cache_read_tokens") or get("cache_read_input_tokens"),
+            cache_write_tokens=get("cache_write_tokens") or get("cache_creation_input_tokens"),
+            reasoning_tokens=get("reasoning_tokens"),
+        )
+        if prompt:
+            self.last_prompt_tokens = prompt
+            return prompt
+        return None
+
+    def _guards(self) -> GuardState:
+        """The durable guards, re-read from the store before every decision (R-5.3)."""
+        return self.host.store.read_guards(self.id).as_guard_state(time.time())
+
+    def _decide(
+        self, base: list[Message], tokens: int, prompt_tokens: int | None, guards: GuardState
+    ) -> tuple[CompressDecision, str]:
+        host = self.host
+        model = host.config.model
+        settings = host.config.compression
+        chain = host.chain("should_compress")
+        if chain:
+            request = ShouldCompressRequest(
+                session_id=self.id,
+                messages=base,
+                prompt_tokens=prompt_tokens,
+                current_tokens=tokens,
+                context_length=model.context_length,
+                max_output_tokens=model.max_output_tokens,
+                model=model.name,
+                compression_count=self.compression_count,
+                guards=guards,
+                compression=settings,
+            )
+            value, stamps = host.runner.first_result("should_compress", chain, request)
+            if isinstance(value, CompressDecision):
+                engine = next(s.plugin for s in stamps if s.adopted)
+                blocked = guard_rules.blocked_reason(guards)
+                if value.compress and blocked is not None:
+                    # The durable guards bind every engine (R-5): never thrash or ignore a
+                    # cooldown because an engine forgot to look.
+                    return (
+                        CompressDecision(
+                            compress=False, reason=blocked, threshold_tokens=value.threshold_tokens
+                        ),
+                        f"engine:{engine}+guards",
+                    )
+                return value, f"engine:{engine}"
+        effective = prompt_tokens or tokens
+        return (
+            guard_rules.host_decision(
+                tokens=effective,
+                context_length=model.context_length,
+                settings=settings,
+                guards=guards,
+                model=model.name,
+            ),
+            "host",
+        )
+
+    # -- compression --------------------------------------------------------------------
+
+    def compress(
+        self,
+        *,
+        force: bool = True,
+        focus: str | None = None,
+        keep_last_turns: int | None = None,
+        preview: bool = False,
+    ) -> CompressionReport:
+        """Manual ``/compress`` (R-12.1): ``force`` clears the cooldown and the anti-thrash
+        counters; ``focus`` favours a topic; ``keep_last_turns`` keeps exactly the last N
+        user turns; ``preview`` computes the proposal without publishing it."""
+        events: list[str] = []
+        report = self._compression_pass(
+            force=force, focus=focus, keep_last_turns=keep_last_turns, preview=preview,
+            events=events,
+        )
+        self.events.extend(events)
+        return report
+
+    def _compression_pass(
+        self,
+        *,
+        force: bool,
+        events: list[str],
+        focus: str | None = None,
+        keep_last_turns: int | None = None,
+        preview: bool = False,
+    ) -> CompressionReport:
+        host = self.host
+        store = host.store
+        settings = host.config.compression
+        started = time.monotonic()
+        deadline = started + settings.context_timeout_seconds
+        base = self.window()
+        tokens_before = host.tokens.count_all(base)
+        sid = self.id
+
+        def report(status: ReportStatus, outcome: str, **kw: Any) -> CompressionReport:
+            r = CompressionReport(
+                status=status,
+                outcome=outcome,
+                tokens_before=tokens_before,
+                tokens_after=kw.pop("tokens_after", tokens_before),
+                session_id=self.id,
+                duration=time.monotonic() - started,
+                **kw,
+            )
+            if r.message:
+                events.append(r.message)
+            return r
+
+        chain = host.chain("compress")
+        if not chain:
+            return report(
+                "rejected", "no_engine",
+                message="compression skipped: no installed engine answers 'compress'",
+            )
+        lease = store.acquire_lease(sid)
+        if isinstance(lease, Deferred):
+            # R-10.1: not an exhaustion, not a failure; the guards stay as they are.
+            return report("deferred", "deferred", holder=lease.holder, message=lease.message)
+        try:
+            events.append(COMPACTING_MARKER)
+            guards = self._guards()
+            if force:
+                guards = guard_rules.cleared_for_force(guards)
+                store.write_guards(sid, Guards())
+
+            def remaining(hook: str) -> float | None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                return min(host.runner.timeout_for(hook), left)
+
+            memory_context = None
+            budget = remaining("on_pre_compress")
+            if budget is not None and host.providers:
+                pre = PreCompressRequest(session_id=sid, messages=base, focus_topic=focus)
+                texts = [
+                    f.value.strip()
+                    for f in host._broadcast("on_pre_compress", pre, timeout=budget)
+                    if f.adopted and isinstance(f.value, str) and f.value.strip()
+                ]
+                memory_context = "\n\n".join(texts) or None
+
+            budget = remaining("compress")
+            if budget is None:
+                return report(
+                    "rejected", "timeout",
+                    message="compression abandoned: compression.context_timeout_seconds "
+                    "ran out before the engine was called; the session is unchanged",
+                )
+            request = CompressRequest(
+                session_id=sid,
+                messages=base,
+                current_tokens=tokens_before,
+                context_length=host.config.model.context_length,
+                model=host.config.model.name,
+                focus_topic=focus,
+                force=force,
+                memory_context=memory_context,
+                compression_count=self.compression_count,
+                keep_last_turns=keep_last_turns,
+                today=_dt.date.today(),
+                guards=guards,
+                compression=settings,
+                summarizer=host.config.summarizer,
+            )
+            value, stamps = host.runner.first_result("compress", chain, request, timeout=budget)
+            if not isinstance(value, CompressResult):
+                failed = [s for s in stamps if s.failed]
+                if failed:
+                    worst = failed[-1]
+                    return report(
+                        "rejected", str(worst.provenance.value),
+                        engine=worst.plugin,
+                        message=f"compression failed, session unchanged: {worst.error}",
+                    )
+                return report(
+                    "not_committed", "declined",
+                    message="compression declined: no engine proposed a compressed window",
+                )
+            engine = next(s.plugin for s in stamps if s.adopted)
+            proposed = [dict(m) for m in value.messages]
+            has_system = bool(proposed) and proposed[0].get("role") == "system"
+            new_window = proposed[1:] if has_system else proposed
+            tokens_after = host.tokens.count_all(
+                ([base[0]] if base and base[0].get("role") == "system" else []) + new_window
+            )
+            violations = check_invariants(new_window)
+            if violations:
+                return report(
+                    "rejected", "invalid", engine=engine,
+                    message="compression rejected, session unchanged: "
+                    + "; ".join(str(v) for v in violations[:3]),
+                )
+            common = {
+                "engine": engine,
+                "llm_calls": value.llm_calls,
+                "notes": list(value.notes),
+                "tokens_after": tokens_after,
+            }
+            if preview:
+                return report("preview", value.outcome, proposed=proposed, **common)
+            current = base[1:] if base and base[0].get("role") == "system" else base
+            if value.outcome not in _COMMITTING_OUTCOMES or new_window == current:
+                self._update_guards(sid, guards, value, tokens_before, tokens_before)
+                common["tokens_after"] = tokens_before
+                return report(
+                    "not_committed", value.outcome,
+                    message=f"compression not committed ({value.outcome}); "
+                    + ("; ".join(value.notes) if value.notes else "the window is unchanged"),
+                    **common,
+                )
+            if time.monotonic() > deadline:
+                return report(
+                    "rejected", "timeout", **{**common, "tokens_after": tokens_before},
+                    message="compression discarded: it finished after "
+                    "compression.context_timeout_seconds; the session is unchanged",
+                )
+            try:
+                published = store.publish_compression(lease, sid, new_window, mode=settings.mode)
+            except LeaseLostError as exc:
+                return report(
+                    "rejected", "lease_lost", **{**common, "tokens_after": tokens_before},
+                    message=f"compression discarded, session unchanged: {exc}",
+                )
+            previous = self.id
+            self.id = published.session_id
+            self.title = published.title or self.title
+            self._window = new_window
+            self._turn_start = len(self._window)
+            self.compression_count += 1
+            self.compression_epoch += 1
+            if self.id != previous:
+                self.lineage.append(self.id)
+            self._update_guards(self.id, guards, value, tokens_before, tokens_after)
+            if self.id != previous:
+                host._broadcast("on_session_end", SessionEvent(
+                    session_id=previous, reason="compression"
+                ))
+                host._broadcast("on_session_switch", SessionEvent(
+                    session_id=self.id, previous_session_id=previous, reason="compression"
+                ))
+            events.append(COMPACTED_MARKER)
+            return report(
+                "committed", value.outcome, previous_session_id=previous,
+                published_messages=len(new_window), **common,
+            )
+        finally:
+            store.release_lease(lease)
+
+    def _update_guards(
+        self,
+        session_id: str,
+        guards: GuardState,
+        result: CompressResult,
+        tokens_before: int,
+        tokens_after: int,
+    ) -> None:
+        settings = self.host.config.compression
+        updated = guard_rules.after_compression(
+            guards,
+            outcome=result.outcome,
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
+            cooldown_seconds=result.cooldown_seconds or settings.cooldown_seconds,
+        )
+        self.host.store.write_guards(
+            session_id,
+            Guards(
+                cooldown_until=updated.cooldown_until,
+                fallback_streak=updated.fallback_streak,
+                ineffective_count=updated.ineffective_count,
+            ),
+        )
+
+    # -- misc ---------------------------------------------------------------------------
+
+    def open_calls(self) -> list[str]:
+        """Tool call ids of the window still waiting for their result."""
+        pending: list[str] = []
+        for message in self._window:
+            if message.get("role") == "tool":
+                if message.get("tool_call_id") in pending:
+                    pending.remove(message["tool_call_id"])
+            else:
+                pending = tool_call_ids(message) if message.get("role") == "assistant" else []
+        return pending
+
