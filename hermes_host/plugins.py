@@ -450,10 +450,10 @@ def _register(loaded: LoadedPlugins, info: PluginInfo, instance: object, *, fata
             raise PluginError(_unknown_hook_message(info, unknown))
     except (pluggy.PluginValidationError, ValueError, PluginError) as exc:
         info.status = "failed"
-        info.error = str(exc)
+        info.error = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         if fatal:
             raise EngineLoadError(
-                f"{_kind_word(info.kind)} {info.describe()} cannot be registered: {exc}",
+                f"{_kind_word(info.kind)} {info.describe()} cannot be registered: {info.error}",
                 info=info,
             ) from None
         loaded.failures.append(info)
