@@ -1,0 +1,316 @@
+"""A real loopback HTTP server that speaks enough of the Anthropic Messages API for tests.
+
+The real ``anthropic`` SDK talks to it over TCP on ``127.0.0.1`` (ephemeral port), so tests
+exercise the SDK's own request building, error mapping and timeouts — nothing is mocked.
+
+Usage::
+
+    with FakeAnthropic() as fake:                     # or fake = FakeAnthropic().start()
+        fake.script(["429", "normal"])                # one behaviour per request, then normal
+        client = anthropic.Anthropic(api_key="k", base_url=fake.base_url, max_retries=0)
+        ...
+        assert "sk-ant-" not in fake.requests[-1].raw_body
+
+Behaviours (a string, or a dict with ``kind`` plus options):
+
+=============  ==============================================================================
+``normal``     200, a Messages API JSON with one text block and ``usage``; option ``text``
+``slow``       sleeps ``seconds`` (default 5) then answers like ``normal``
+``429``        rate_limit_error (with ``retry-after``)
+``500``        api_error
+``529``        overloaded_error
+``401``        authentication_error
+``402``        billing_error
+``403``        permission_error
+``credit``     400 invalid_request_error "Your credit balance is too low …"
+``malformed``  200 with a body that is not valid JSON
+``empty``      200 with a text block whose text is ``""``
+``disconnect`` closes the connection without answering
+=============  ==============================================================================
+
+When the script is exhausted every request gets ``normal``.  The default ``normal`` text is a
+well-formed eleven-section summary (R-7.2) that quotes the request size, or whatever
+``responder(body)`` returns when a responder is given.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+__all__ = ["SECTION_HEADINGS", "Behaviour", "FakeAnthropic", "RecordedRequest"]
+
+Behaviour = str | dict[str, Any]
+
+SECTION_HEADINGS = (
+    "## Historical Task Snapshot",
+    "## Goal",
+    "## Constraints & Preferences",
+    "## Completed Actions",
+    "## Active State",
+    "## Blocked",
+    "## Key Decisions",
+    "## Resolved Questions",
+    "## Relevant Files",
+    "## Critical Context",
+    "## Pruned Skills",
+)
+
+CREDIT_MESSAGE = (
+    "Your credit balance is too low to access the Anthropic API. "
+    "Please go to Plans & Billing to upgrade or purchase credits."
+)
+
+_ERRORS: dict[str, tuple[int, str, str]] = {
+    "429": (429, "rate_limit_error", "Number of request tokens has exceeded your rate limit."),
+    "500": (500, "api_error", "Internal server error"),
+    "529": (529, "overloaded_error", "Overloaded"),
+    "401": (401, "authentication_error", "invalid x-api-key"),
+    "402": (402, "billing_error", "Payment required: your organization has no active plan."),
+    "403": (403, "permission_error", "Your API key does not have permission to use this model."),
+    "credit": (400, "invalid_request_error", CREDIT_MESSAGE),
+}
+
+KINDS = frozenset({*_ERRORS, "normal", "slow", "malformed", "empty", "disconnect"})
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the server received it."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    raw_body: str
+    behaviour: str
+
+    @property
+    def body(self) -> Any:
+        """The JSON body (``None`` when it was not JSON)."""
+        try:
+            return json.loads(self.raw_body)
+        except ValueError:
+            return None
+
+
+def default_summary_text(body: Any) -> str:
+    """A structurally valid summary, so engine tests get eleven sections back."""
+    size = len(json.dumps(body)) if body is not None else 0
+    lines = []
+    for heading in SECTION_HEADINGS:
+        lines.append(heading)
+        if heading == "## Completed Actions":
+            lines.append(f"1. SUMMARISE request — {size} bytes received [tool: fake_anthropic]")
+        else:
+            lines.append("None.")
+        lines.append("")
+    return "\n".join(lines).strip()
+
+
+def _normalise(step: Behaviour) -> dict[str, Any]:
+    spec = {"kind": step} if isinstance(step, str) else dict(step)
+    kind = str(spec.get("kind", ""))
+    if kind not in KINDS:
+        allowed = ", ".join(sorted(KINDS))
+        raise ValueError(f"unknown fake behaviour {kind!r}; choose one of: {allowed}")
+    spec["kind"] = kind
+    return spec
+
+
+class FakeAnthropic:
+    """The server.  Thread-safe; one instance per test."""
+
+    def __init__(
+        self,
+        *,
+        responder: Callable[[Any], str] | None = None,
+        expected_api_key: str | None = None,
+        model: str = "claude-fake-1",
+    ) -> None:
+        self._responder = responder or default_summary_text
+        self._expected_key = expected_api_key
+        self._model = model
+        self._lock = threading.Lock()
+        self._script: list[dict[str, Any]] = []
+        self._requests: list[RecordedRequest] = []
+        self._stopping = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._counter = 0
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> FakeAnthropic:
+        if self._server is not None:
+            return self
+        handler = _make_handler(self)
+        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        server.daemon_threads = True
+        server.block_on_close = False
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True,
+            name="fake-anthropic",
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> FakeAnthropic:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- test API ------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("FakeAnthropic is not started; call start() first")
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def env(self, api_key: str = "sk-ant-test-fake-key") -> dict[str, str]:
+        """Environment variables that point the SDK (and our summariser) at this server."""
+        return {"ANTHROPIC_BASE_URL": self.base_url, "ANTHROPIC_API_KEY": api_key}
+
+    def script(self, behaviours: Iterable[Behaviour]) -> FakeAnthropic:
+        """Queue behaviours, one per incoming request, after any still queued."""
+        steps = [_normalise(b) for b in behaviours]
+        with self._lock:
+            self._script.extend(steps)
+        return self
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._requests.clear()
+            self._script.clear()
+
+    # -- used by the handler -------------------------------------------------------------
+
+    def _next(self, record: Callable[[str], RecordedRequest]) -> dict[str, Any]:
+        with self._lock:
+            step = self._script.pop(0) if self._script else {"kind": "normal"}
+            self._requests.append(record(step["kind"]))
+            self._counter += 1
+            step.setdefault("_n", self._counter)
+        return step
+
+    def _message_json(self, body: Any, text: str, n: int) -> dict[str, Any]:
+        model = body.get("model") if isinstance(body, dict) else None
+        return {
+            "id": f"msg_fake_{n:06d}",
+            "type": "message",
+            "role": "assistant",
+            "model": model or self._model,
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": max(1, len(json.dumps(body)) // 4) if body else 1,
+                "output_tokens": max(1, len(text) // 4),
+            },
+        }
+
+
+def _make_handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return  # keep test output clean
+
+        def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.send_header("request-id", "req_fake")
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(payload)
+            self.wfile.flush()
+
+        def _error(self, status: int, etype: str, message: str, **headers: str) -> None:
+            body = {"type": "error", "error": {"type": etype, "message": message}}
+            self._send(status, json.dumps(body).encode(), headers)
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length).decode("utf-8", "replace")
+            headers = {k.lower(): v for k, v in self.headers.items()}
+
+            def record(kind: str) -> RecordedRequest:
+                return RecordedRequest("POST", self.path, headers, raw, kind)
+
+            step = fake._next(record)
+            kind = step["kind"]
+            if self.path.split("?")[0] != "/v1/messages":
+                self._error(404, "not_found_error", f"no route {self.path}")
+                return
+            sent_key = headers.get("x-api-key") or headers.get("authorization", "").removeprefix(
+                "Bearer "
+            )
+            if fake._expected_key is not None and sent_key != fake._expected_key:
+                self._error(401, "authentication_error", "invalid x-api-key")
+                return
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                self._error(400, "invalid_request_error", "body is not JSON")
+                return
+            if not isinstance(body, dict) or not {"model", "max_tokens", "messages"} <= set(body):
+                self._error(400, "invalid_request_error", "model, max_tokens, messages required")
+                return
+            if kind in _ERRORS:
+                status, etype, message = _ERRORS[kind]
+                extra = {"retry-after": "1"} if status == 429 else {}
+                self._error(status, etype, message, **extra)
+                return
+            if kind == "disconnect":
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            if kind == "malformed":
+                self._send(200, b'{"id": "msg_broken", "content": [{"type": "text", "te')
+                return
+            if kind == "slow":
+                deadline = time.monotonic() + float(step.get("seconds", 5.0))
+                while time.monotonic() < deadline and not fake._stopping.is_set():
+                    time.sleep(0.02)
+            text = "" if kind == "empty" else step.get("text")
+            if text is None:
+                text = fake._responder(body)
+            payload = fake._message_json(body, str(text), int(step["_n"]))
+            try:
+                self._send(200, json.dumps(payload).encode())
+            except OSError:
+                return  # the client gave up (timeout) while we were slow
+
+    return Handler
