@@ -6,8 +6,9 @@ is about, so they weigh most.  Plain keywords are a weak signal and are searched
 one query.  Text from the recent context (the few messages before the incoming one) counts
 at a lower weight than the incoming message itself.
 
-Every term is sent to the store as one quoted FTS5 phrase (:func:`fts_phrase`), so nothing a
-user types — quotes, ``NEAR``, ``*``, parentheses, ``-`` — is ever parsed as query syntax.
+Terms are handed to ``HistoryReader.search`` as plain text: the store quotes every word before
+it reaches FTS5, so nothing a user types — quotes, ``NEAR``, ``*``, parentheses, ``-`` — is
+ever parsed as query syntax.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["SearchTerm", "extract_terms", "fts_any", "fts_phrase"]
+__all__ = ["SearchTerm", "extract_terms"]
 
 # Order matters: earlier kinds claim their text first, so a URL is not also mined for paths.
 _PATTERNS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
@@ -61,16 +62,6 @@ class SearchTerm:
     weight: float
 
 
-def fts_phrase(text: str) -> str:
-    """``text`` as one FTS5 string literal (a phrase): no operator inside it is live."""
-    return '"' + text.replace('"', '""') + '"'
-
-
-def fts_any(words: list[str]) -> str:
-    """An FTS5 query matching any of ``words`` (each a quoted phrase)."""
-    return " OR ".join(fts_phrase(w) for w in words)
-
-
 def _has_token(text: str) -> bool:
     return any(ch.isalnum() for ch in text)
 
@@ -103,12 +94,17 @@ def _keywords(text: str) -> list[str]:
 
 
 def extract_terms(
-    incoming: str, recent: list[str], *, max_identifiers: int = 10, max_keywords: int = 8
-) -> tuple[list[SearchTerm], list[str]]:
-    """The identifier terms (strongest first) and the keywords of a turn.
+    incoming: str,
+    recent: list[str],
+    *,
+    max_identifiers: int = 10,
+    max_keywords: int = 6,
+    keyword_weight: float = 0.75,
+) -> tuple[list[SearchTerm], list[SearchTerm]]:
+    """The identifier terms (strongest first) and the keyword terms of a turn.
 
     ``incoming`` is the new user message; ``recent`` the text of the messages just before it
-    (newest first), which contribute identifiers at half weight.
+    (newest first), whose identifiers and keywords count at half weight.
     """
     terms: dict[str, SearchTerm] = {}
     sources = [(incoming, 1.0)] + [(t, 0.5) for t in recent]
@@ -119,10 +115,9 @@ def extract_terms(
                 terms[key] = term
     ranked = sorted(terms.values(), key=lambda t: (-t.weight, -len(t.text)))
     # Longer keywords are usually rarer and more telling; the incoming message's come first.
-    keywords = sorted(_keywords(incoming), key=len, reverse=True)
-    for text in recent:
+    keywords: dict[str, SearchTerm] = {}
+    for text, scale in sources:
         for word in sorted(_keywords(text), key=len, reverse=True):
             if word not in keywords:
-                keywords.append(word)
-    keywords = keywords[:max_keywords]
-    return ranked[:max_identifiers], keywords
+                keywords[word] = SearchTerm(word, "keyword", keyword_weight * scale)
+    return ranked[:max_identifiers], list(keywords.values())[:max_keywords]

@@ -7,6 +7,7 @@ on it, so they carry their own minimal implementation over a real SQLite databas
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
@@ -46,12 +47,17 @@ class FtsHistory:
                 )
 
     def search(self, query: str, *, limit: int = 20, lineage: bool = True) -> list[dict[str, Any]]:
+        """Plain-text search, as the protocol promises: every word is quoted (all must match)."""
         self.queries.append(query)
+        words = re.findall(r"\w+", query.replace("\x00", " "))[:16]
+        if not words:
+            return []
+        match = " ".join('"' + w.replace('"', '""') + '"' for w in words)
         rows = self.db.execute(
             "SELECT m.id, m.session_id, m.role, m.content, bm25(messages_fts), m.active "
             "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
             "WHERE messages_fts MATCH ? ORDER BY bm25(messages_fts) LIMIT ?",
-            (query, limit),
+            (match, limit),
         ).fetchall()
         return [
             {
