@@ -34,6 +34,7 @@ __all__ = [
     "SearchHit",
     "Session",
     "SessionNotFoundError",
+    "StaleSessionError",
     "StateStore",
     "StoreError",
     "StoredMessage",
@@ -63,6 +64,11 @@ class LeaseLostError(StoreError):
 
 class SessionNotFoundError(StoreError):
     """No session matches the given id, title or ``last``."""
+
+
+class StaleSessionError(StoreError):
+    """The session was already compressed into a child (rotate); publishing to it again would
+    fork the lineage.  Work on the newest session (``resume`` follows rotations)."""
 
 
 class TitleConflictError(StoreError):
@@ -219,8 +225,7 @@ class Deferred:
     @property
     def message(self) -> str:
         return (
-            f"compression deferred: session {self.session_id} is being compressed by "
-            f"{self.holder}"
+            f"compression deferred: session {self.session_id} is being compressed by {self.holder}"
         )
 
 

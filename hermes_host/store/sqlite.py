@@ -1,0 +1,1006 @@
+"""The embedded default :class:`~hermes_host.store.base.StateStore`: one SQLite file.
+
+Why these settings: WAL lets readers (a CLI listing, a ``select_context`` engine's history
+reader) run while a turn writes; ``foreign_keys`` keeps lineage links honest;
+``synchronous=NORMAL`` in WAL mode is durable against a crashed or killed process (the case
+that matters here) without an fsync per commit; every write is ``BEGIN IMMEDIATE`` so two
+processes queue on ``busy_timeout`` instead of failing with "database is locked" halfway
+through a transaction.  Each thread gets its own connection.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+from hermes_host.models import HistoryReader, Message
+from hermes_host.store.base import (
+    Deferred,
+    Guards,
+    Lease,
+    LeaseLostError,
+    PublishMode,
+    PublishResult,
+    SearchHit,
+    Session,
+    SessionNotFoundError,
+    StaleSessionError,
+    StoredMessage,
+    StoreError,
+    TitleConflictError,
+)
+from hermes_host.store.codec import ROW_COLUMNS, decode_row, encode_message
+from hermes_host.store.ids import holder_is_dead, make_holder, new_session_id
+from hermes_host.store.recap import format_recap
+from hermes_host.store.schema import migrate
+from hermes_host.store.search import porter_query, trigram_query
+from hermes_host.tokens import TokenCounter
+
+__all__ = ["SQLiteHistoryReader", "SQLiteStore"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_MSG_COLS = ", ".join(ROW_COLUMNS)
+_INSERT_MESSAGE = (
+    "INSERT INTO messages (session_id, token_count, timestamp, active, compacted, "
+    f"{_MSG_COLS}) VALUES (?, ?, ?, 1, 0, {', '.join('?' * len(ROW_COLUMNS))})"
+)
+_STORED_COLS = f"id, session_id, active, compacted, token_count, timestamp, {_MSG_COLS}"
+_SESSION_SELECT = """
+SELECT s.*,
+  (SELECT count(*) FROM messages m WHERE m.session_id = s.id) AS message_count,
+  (SELECT count(*) FROM messages m WHERE m.session_id = s.id AND m.active = 1) AS active_count
+FROM sessions s
+"""
+_COPIED_ON_ROTATE = (
+    "source, user_id, session_key, chat_id, chat_type, thread_id, model, model_config, "
+    "system_prompt, cwd, goal, pinned, cooldown_until, fallback_streak, ineffective_count"
+)
+_TITLE_NUMBER = re.compile(r"^(.*) #(\d+)$")
+BOOKEND_MESSAGES = 2
+"""Messages shown before and after each search hit."""
+
+
+def _translate(path: Path, exc: BaseException, action: str) -> StoreError:
+    text = str(exc)
+    low = text.lower()
+    if "readonly" in low or "read-only" in low or isinstance(exc, PermissionError):
+        why = "the store is read-only; check the permissions of the file and its directory"
+    elif "disk is full" in low or "no space" in low:
+        why = "the disk (or the store's size limit) is full; free some space and retry"
+    elif "unable to open" in low or isinstance(exc, OSError):
+        why = "cannot open the store file; check that the path is a writable file location"
+    elif "not a database" in low:
+        why = "this file is not a hermes-host store (not an SQLite database)"
+    elif "malformed" in low or "corrupt" in low:
+        why = "the store file is corrupt; restore a backup (state.db.v*.bak) or move it away"
+    elif "locked" in low or "busy" in low:
+        why = "the store is busy: another process held its write lock too long; retry"
+    else:
+        why = "store error"
+    return StoreError(f"{path}: {why} (while {action}: {text}); nothing was changed")
+
+
+def _errors(action: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Turn any sqlite3/OS error inside a store method into a user-facing StoreError."""
+
+    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(fn)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return fn(*args, **kwargs)
+            except StoreError:
+                raise
+            except (sqlite3.Error, OSError) as exc:
+                store = args[0]
+                assert isinstance(store, SQLiteStore)
+                raise _translate(store.path, exc, action) from None
+
+        return wrapper
+
+    return decorate
+
+
+def _prepare_file(path: Path) -> None:
+    """Create the file (and its directory) owner-only before SQLite touches it."""
+    if str(path) == ":memory:":
+        return
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if not path.exists():
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+        os.close(fd)
+    if path.is_file() and (path.stat().st_mode & 0o777) != 0o600:
+        try:
+            os.chmod(path, 0o600)
+        except PermissionError:  # not ours to change; SQLite will still report access
+            pass
+
+
+class SQLiteStore:
+    """The SQLite :class:`~hermes_host.store.base.StateStore`."""
+
+    def __init__(self, path: Path, *, lease_ttl: float = 300.0, busy_timeout: float = 10.0) -> None:
+        self.path = Path(path)
+        self.location = str(self.path)
+        self.lease_ttl = float(lease_ttl)
+        self.busy_timeout = float(busy_timeout)
+        self._local = threading.local()
+        self._conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+        self._closed = False
+        self._counter = TokenCounter()
+        self._open()
+
+    @_errors("opening the store")
+    def _open(self) -> None:
+        _prepare_file(self.path)
+        conn = self._conn()
+        migrate(conn, self.path)
+
+    # -- connections and transactions -------------------------------------------------------
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        if self._closed:
+            raise StoreError(f"{self.path}: the store was closed")
+        conn = sqlite3.connect(
+            self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        except BaseException:
+            conn.close()
+            raise
+        self._local.conn = conn
+        with self._conns_lock:
+            self._conns.append(conn)
+        return conn
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` write transaction: all of it commits, or none of it."""
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+            raise
+
+    def close(self) -> None:
+        with self._conns_lock:
+            conns, self._conns = self._conns, []
+            self._closed = True
+        for conn in conns:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
+        self._local = threading.local()
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _session(row: sqlite3.Row) -> Session:
+        keys = row.keys()
+        return Session(
+            id=row["id"],
+            created_at=row["created_at"],
+            last_activity_at=row["last_activity_at"],
+            source=row["source"],
+            user_id=row["user_id"],
+            session_key=row["session_key"],
+            chat_id=row["chat_id"],
+            chat_type=row["chat_type"],
+            thread_id=row["thread_id"],
+            model=row["model"],
+            model_config=json.loads(row["model_config"] or "{}"),
+            system_prompt=row["system_prompt"],
+            parent_session_id=row["parent_session_id"],
+            title=row["title"],
+            cwd=row["cwd"],
+            goal=row["goal"],
+            ended_at=row["ended_at"],
+            end_reason=row["end_reason"],
+            archived=bool(row["archived"]),
+            pinned=bool(row["pinned"]),
+            input_tokens=row["input_tokens"],
+            output_tokens=row["output_tokens"],
+            cache_read_tokens=row["cache_read_tokens"],
+            cache_write_tokens=row["cache_write_tokens"],
+            reasoning_tokens=row["reasoning_tokens"],
+            cost_usd=row["cost_usd"],
+            compression_count=row["compression_count"],
+            guards=Guards(row["cooldown_until"], row["fallback_streak"], row["ineffective_count"]),
+            message_count=row["message_count"] if "message_count" in keys else 0,
+            active_count=row["active_count"] if "active_count" in keys else 0,
+        )
+
+    def _fetch_sessions(self, where: str, params: Sequence[Any]) -> list[Session]:
+        cur = self._conn().cursor()
+        cur.row_factory = sqlite3.Row
+        return [self._session(r) for r in cur.execute(_SESSION_SELECT + where, params)]
+
+    def _exists(self, conn: sqlite3.Connection, session_id: str) -> bool:
+        return (
+            conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            is not None
+        )
+
+    def _require(self, conn: sqlite3.Connection, session_id: str) -> None:
+        if not self._exists(conn, session_id):
+            raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
+
+    def _check_title_free(self, conn: sqlite3.Connection, title: str, owner: str | None) -> None:
+        row = conn.execute("SELECT id FROM sessions WHERE title = ?", (title,)).fetchone()
+        if row is not None and row[0] != owner:
+            raise TitleConflictError(
+                f"the title {title!r} is already used by session {row[0]}; choose another"
+            )
+
+    @_errors("creating a session")
+    def create_session(
+        self,
+        *,
+        session_id: str | None = None,
+        source: str | None = None,
+        user_id: str | None = None,
+        session_key: str | None = None,
+        chat_id: str | None = None,
+        chat_type: str | None = None,
+        thread_id: str | None = None,
+        model: str | None = None,
+        model_config: dict[str, Any] | None = None,
+        system_prompt: str | None = None,
+        parent_session_id: str | None = None,
+        title: str | None = None,
+        cwd: str | None = None,
+        goal: str | None = None,
+    ) -> Session:
+        now = time.time()
+        config_json = json.dumps(model_config or {}, ensure_ascii=False)
+        with self._tx() as conn:
+            if title is not None:
+                self._check_title_free(conn, title, None)
+            if parent_session_id is not None:
+                self._require(conn, parent_session_id)
+            sid = session_id or self._fresh_id(conn)
+            if session_id is not None and self._exists(conn, session_id):
+                raise StoreError(f"a session with id {session_id!r} already exists")
+            conn.execute(
+                "INSERT INTO sessions (id, source, user_id, session_key, chat_id, chat_type, "
+                "thread_id, model, model_config, system_prompt, parent_session_id, title, cwd, "
+                "goal, created_at, last_activity_at, last_activity_kind) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'created')",
+                (
+                    sid,
+                    source,
+                    user_id,
+                    session_key,
+                    chat_id,
+                    chat_type,
+                    thread_id,
+                    model,
+                    config_json,
+                    system_prompt,
+                    parent_session_id,
+                    title,
+                    cwd,
+                    goal,
+                    now,
+                    now,
+                ),
+            )
+        return self.get_session(sid)
+
+    def _fresh_id(self, conn: sqlite3.Connection) -> str:
+        while True:
+            sid = new_session_id()
+            if not self._exists(conn, sid):
+                return sid
+
+    @_errors("reading a session")
+    def get_session(self, session_id: str) -> Session:
+        found = self._fetch_sessions("WHERE s.id = ?", (session_id,))
+        if not found:
+            raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
+        return found[0]
+
+    @_errors("listing sessions")
+    def list_sessions(
+        self,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        include_archived: bool = False,
+        source: str | None = None,
+        user_id: str | None = None,
+    ) -> list[Session]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if not include_archived:
+            clauses.append("s.archived = 0")
+        if source is not None:
+            clauses.append("s.source = ?")
+            params.append(source)
+        if user_id is not None:
+            clauses.append("s.user_id = ?")
+            params.append(user_id)
+        where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
+        where += " ORDER BY s.last_activity_at DESC, s.created_at DESC LIMIT ? OFFSET ?"
+        params += [max(0, int(limit)), max(0, int(offset))]
+        return self._fetch_sessions(where, params)
+
+    @_errors("updating a session")
+    def update_session(
+        self,
+        session_id: str,
+        *,
+        title: str | None = None,
+        cwd: str | None = None,
+        goal: str | None = None,
+        model: str | None = None,
+        model_config: dict[str, Any] | None = None,
+        archived: bool | None = None,
+        pinned: bool | None = None,
+    ) -> Session:
+        changes: dict[str, Any] = {}
+        for column, value in (("title", title), ("cwd", cwd), ("goal", goal), ("model", model)):
+            if value is not None:
+                changes[column] = value
+        if model_config is not None:
+            changes["model_config"] = json.dumps(model_config, ensure_ascii=False)
+        if archived is not None:
+            changes["archived"] = int(archived)
+        if pinned is not None:
+            changes["pinned"] = int(pinned)
+        with self._tx() as conn:
+            self._require(conn, session_id)
+            if title is not None:
+                self._check_title_free(conn, title, session_id)
+            if changes:
+                sets = ", ".join(f"{c} = ?" for c in changes)
+                conn.execute(
+                    f"UPDATE sessions SET {sets} WHERE id = ?", (*changes.values(), session_id)
+                )
+        return self.get_session(session_id)
+
+    @_errors("ending a session")
+    def end_session(self, session_id: str, reason: str) -> None:
+        now = time.time()
+        with self._tx() as conn:
+            cur = conn.execute(
+                "UPDATE sessions SET ended_at = ?, end_reason = ?, last_activity_at = ?, "
+                "last_activity_kind = 'ended' WHERE id = ?",
+                (now, reason, now, session_id),
+            )
+            if cur.rowcount == 0:
+                raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
+
+    @_errors("reading a lineage")
+    def lineage(self, session_id: str) -> list[str]:
+        rows = (
+            self._conn()
+            .execute(
+                "WITH RECURSIVE chain(id, parent, depth) AS ("
+                " SELECT id, parent_session_id, 0 FROM sessions WHERE id = ?"
+                " UNION ALL SELECT s.id, s.parent_session_id, c.depth + 1"
+                " FROM sessions s JOIN chain c ON s.id = c.parent WHERE c.depth < 100000)"
+                " SELECT id FROM chain ORDER BY depth DESC",
+                (session_id,),
+            )
+            .fetchall()
+        )
+        if not rows:
+            raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
+        return [r[0] for r in rows]
+
+    @_errors("reading child sessions")
+    def children(self, session_id: str) -> list[str]:
+        """Sessions whose parent is ``session_id`` (rotations and branches), oldest first."""
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT id FROM sessions WHERE parent_session_id = ? ORDER BY created_at, id",
+                (session_id,),
+            )
+            .fetchall()
+        )
+        return [r[0] for r in rows]
+
+    # -- messages ---------------------------------------------------------------------------
+
+    def _count(self, message: Message) -> int:
+        try:
+            return self._counter.count(message)
+        except Exception:  # a message tiktoken cannot encode still gets an estimate
+            return 4 + math.ceil(len(json.dumps(message, default=str)) / 4)
+
+    def _prepare(self, messages: Sequence[Message]) -> list[tuple[int, tuple[Any, ...]]]:
+        if isinstance(messages, dict | str | bytes):
+            raise StoreError("messages must be a list of message objects")
+        return [(self._count(m), encode_message(m, i).values) for i, m in enumerate(messages)]
+
+    @staticmethod
+    def _insert(
+        conn: sqlite3.Connection,
+        session_id: str,
+        prepared: list[tuple[int, tuple[Any, ...]]],
+        now: float,
+    ) -> list[int]:
+        if not prepared:
+            return []
+        start = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+        conn.executemany(
+            _INSERT_MESSAGE, ((session_id, tokens, now, *values) for tokens, values in prepared)
+        )
+        end = conn.execute("SELECT max(id) FROM messages").fetchone()[0]
+        if end - start == len(prepared):
+            return list(range(start + 1, end + 1))
+        rows = conn.execute(  # rowids were not consecutive (only near the 2**63 limit)
+            "SELECT id FROM messages WHERE session_id = ? AND id > ? ORDER BY id",
+            (session_id, start),
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    @_errors("appending messages")
+    def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[int]:
+        prepared = self._prepare(messages)
+        now = time.time()
+        with self._tx() as conn:
+            cur = conn.execute(
+                "UPDATE sessions SET last_activity_at = ?, last_activity_kind = 'message' "
+                "WHERE id = ?",
+                (now, session_id),
+            )
+            if cur.rowcount == 0:
+                raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
+            return self._insert(conn, session_id, prepared, now)
+
+    @_errors("reading the window")
+    def active_messages(self, session_id: str) -> list[Message]:
+        conn = self._conn()
+        rows = conn.execute(
+            f"SELECT {_MSG_COLS} FROM messages WHERE session_id = ? AND active = 1 ORDER BY id",
+            (session_id,),
+        ).fetchall()
+        if not rows:
+            self._require(conn, session_id)
+        return [decode_row(r) for r in rows]
+
+    @_errors("counting window tokens")
+    def active_token_count(self, session_id: str) -> int:
+        conn = self._conn()
+        self._require(conn, session_id)
+        row = conn.execute(
+            "SELECT coalesce(sum(token_count), 0) FROM messages "
+            "WHERE session_id = ? AND active = 1",
+            (session_id,),
+        ).fetchone()
+        return int(row[0])
+
+    @staticmethod
+    def _stored(row: Sequence[Any]) -> StoredMessage:
+        return StoredMessage(
+            id=row[0],
+            session_id=row[1],
+            active=bool(row[2]),
+            compacted=bool(row[3]),
+            token_count=row[4],
+            timestamp=row[5],
+            message=decode_row(row[6:]),
+        )
+
+    @_errors("reading messages")
+    def all_messages(
+        self, session_id: str, *, include_inactive: bool = True
+    ) -> list[StoredMessage]:
+        conn = self._conn()
+        self._require(conn, session_id)
+        active = "" if include_inactive else " AND active = 1"
+        rows = conn.execute(
+            f"SELECT {_STORED_COLS} FROM messages WHERE session_id = ?{active} ORDER BY id",
+            (session_id,),
+        ).fetchall()
+        return [self._stored(r) for r in rows]
+
+    @_errors("reading lineage messages")
+    def lineage_messages(
+        self, session_id: str, *, include_inactive: bool = True
+    ) -> list[StoredMessage]:
+        """Every row of the lineage (root first), in order — what a history reader sees."""
+        ids = self.lineage(session_id)
+        marks = ", ".join("?" * len(ids))
+        active = "" if include_inactive else " AND active = 1"
+        rows = (
+            self._conn()
+            .execute(
+                f"SELECT {_STORED_COLS} FROM messages WHERE session_id IN ({marks}){active} "
+                "ORDER BY id",
+                ids,
+            )
+            .fetchall()
+        )
+        return [self._stored(r) for r in rows]
+
+    # -- guards and usage -------------------------------------------------------------------
+
+    @_errors("reading guards")
+    def read_guards(self, session_id: str) -> Guards:
+        row = (
+            self._conn()
+            .execute(
+                "SELECT cooldown_until, fallback_streak, ineffective_count FROM sessions "
+                "WHERE id = ?",
+                (session_id,),
+            )
+            .fetchone()
+        )
+        if row is None:
+            raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
+        return Guards(row[0], row[1], row[2])
+
+    @_errors("writing guards")
+    def write_guards(self, session_id: str, guards: Guards) -> None:
+        with self._tx() as conn:
+            cur = conn.execute(
+                "UPDATE sessions SET cooldown_until = ?, fallback_streak = ?, "
+                "ineffective_count = ? WHERE id = ?",
+                (
+                    guards.cooldown_until,
+                    int(guards.fallback_streak),
+                    int(guards.ineffective_count),
+                    session_id,
+                ),
+            )
+            if cur.rowcount == 0:
+                raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
+
+    @_errors("recording usage")
+    def add_usage(
+        self,
+        session_id: str,
+        *,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        reasoning_tokens: int = 0,
+        cost_usd: float = 0.0,
+    ) -> None:
+        with self._tx() as conn:
+            cur = conn.execute(
+                "UPDATE sessions SET input_tokens = input_tokens + ?, "
+                "output_tokens = output_tokens + ?, cache_read_tokens = cache_read_tokens + ?, "
+                "cache_write_tokens = cache_write_tokens + ?, "
+                "reasoning_tokens = reasoning_tokens + ?, cost_usd = cost_usd + ? "
+                "WHERE id = ?",
+                (
+                    int(input_tokens),
+                    int(output_tokens),
+                    int(cache_read_tokens),
+                    int(cache_write_tokens),
+                    int(reasoning_tokens),
+                    float(cost_usd),
+                    session_id,
+                ),
+            )
+            if cur.rowcount == 0:
+                raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
+
+    # -- leases -----------------------------------------------------------------------------
+
+    def _ttl(self, ttl: float | None) -> float:
+        value = self.lease_ttl if ttl is None else float(ttl)
+        if not value > 0:
+            raise StoreError(f"a lease TTL must be > 0 seconds, got {ttl!r}")
+        return value
+
+    @_errors("acquiring the compression lease")
+    def acquire_lease(self, session_id: str, ttl: float | None = None) -> Lease | Deferred:
+        seconds = self._ttl(ttl)
+        holder = make_holder()
+        with self._tx() as conn:
+            now = time.time()
+            row = conn.execute(
+                "SELECT holder, expires_at FROM compression_locks WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+            if row is not None and row[1] > now and not holder_is_dead(row[0]):
+                return Deferred(session_id=session_id, holder=row[0], expires_at=row[1])
+            self._require(conn, session_id)
+            conn.execute(
+                "INSERT OR REPLACE INTO compression_locks (session_id, holder, acquired_at, "
+                "expires_at) VALUES (?, ?, ?, ?)",
+                (session_id, holder, now, now + seconds),
+            )
+        return Lease(session_id, holder, now, now + seconds)
+
+    @_errors("refreshing the compression lease")
+    def refresh_lease(self, lease: Lease, ttl: float | None = None) -> Lease:
+        seconds = self._ttl(ttl)
+        with self._tx() as conn:
+            now = time.time()
+            cur = conn.execute(
+                "UPDATE compression_locks SET expires_at = ? WHERE session_id = ? AND holder = ?",
+                (now + seconds, lease.session_id, lease.holder),
+            )
+            if cur.rowcount == 0:
+                raise LeaseLostError(self._lost_message(conn, lease, "refresh it"))
+        return Lease(lease.session_id, lease.holder, lease.acquired_at, now + seconds)
+
+    @_errors("releasing the compression lease")
+    def release_lease(self, lease: Lease) -> bool:
+        with self._tx() as conn:
+            cur = conn.execute(
+                "DELETE FROM compression_locks WHERE session_id = ? AND holder = ?",
+                (lease.session_id, lease.holder),
+            )
+            return cur.rowcount > 0
+
+    @staticmethod
+    def _lost_message(conn: sqlite3.Connection, lease: Lease, doing: str) -> str:
+        row = conn.execute(
+            "SELECT holder FROM compression_locks WHERE session_id = ?", (lease.session_id,)
+        ).fetchone()
+        now_held = f"now held by {row[0]}" if row else "now held by nobody"
+        return (
+            f"the compression lease of session {lease.session_id} is no longer held by "
+            f"{lease.holder} ({now_held}); could not {doing}, nothing was changed"
+        )
+
+    # -- compression ------------------------------------------------------------------------
+
+    @_errors("publishing a compression")
+    def publish_compression(
+        self,
+        lease: Lease,
+        session_id: str,
+        new_messages: Sequence[Message],
+        mode: PublishMode = "rotate",
+        reason: str = "compression",
+    ) -> PublishResult:
+        if mode not in ("rotate", "in_place"):
+            raise StoreError(f"unknown publish mode {mode!r}; allowed: rotate, in_place")
+        prepared = self._prepare(new_messages)
+        with self._tx() as conn:
+            now = time.time()
+            held = conn.execute(
+                "SELECT holder FROM compression_locks WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if lease.session_id != session_id or held is None or held[0] != lease.holder:
+                raise LeaseLostError(self._lost_message(conn, lease, "publish the compression"))
+            row = conn.execute(
+                "SELECT parent_session_id, title, end_reason FROM sessions WHERE id = ?",
+                (session_id,),
+            ).fetchone()
+            if row is None:
+                raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
+            parent_id, title, end_reason = row
+            if end_reason == "compression":
+                child = conn.execute(
+                    "SELECT id FROM sessions WHERE parent_session_id = ? "
+                    "ORDER BY created_at DESC LIMIT 1",
+                    (session_id,),
+                ).fetchone()
+                raise StaleSessionError(
+                    f"session {session_id} was already compressed into "
+                    f"{child[0] if child else 'a child session'}; nothing was published"
+                )
+            if mode == "in_place":
+                conn.execute(
+                    "UPDATE messages SET active = 0, compacted = 1 "
+                    "WHERE session_id = ? AND active = 1",
+                    (session_id,),
+                )
+                ids = self._insert(conn, session_id, prepared, now)
+                conn.execute(
+                    "UPDATE sessions SET compression_count = compression_count + 1, "
+                    "last_activity_at = ?, last_activity_kind = 'compression' WHERE id = ?",
+                    (now, session_id),
+                )
+                return PublishResult(
+                    session_id=session_id,
+                    parent_session_id=parent_id,
+                    message_ids=ids,
+                    mode=mode,
+                    title=title,
+                    flush_baseline=len(prepared),
+                )
+            child_id = self._fresh_id(conn)
+            child_title = self._next_title(conn, title) if title else None
+            conn.execute(
+                f"INSERT INTO sessions (id, parent_session_id, title, created_at, "
+                f"last_activity_at, last_activity_kind, compression_count, {_COPIED_ON_ROTATE}) "
+                f"SELECT ?, id, ?, ?, ?, 'compression', compression_count + 1, "
+                f"{_COPIED_ON_ROTATE} FROM sessions WHERE id = ?",
+                (child_id, child_title, now, now, session_id),
+            )
+            conn.execute(
+                "INSERT INTO engine_state (session_id, engine, state, updated_at) "
+                "SELECT ?, engine, state, updated_at FROM engine_state WHERE session_id = ?",
+                (child_id, session_id),
+            )
+            ids = self._insert(conn, child_id, prepared, now)
+            conn.execute(
+                "UPDATE sessions SET ended_at = ?, end_reason = ?, last_activity_at = ?, "
+                "last_activity_kind = 'compression' WHERE id = ?",
+                (now, reason, now, session_id),
+            )
+            return PublishResult(
+                session_id=child_id,
+                parent_session_id=session_id,
+                message_ids=ids,
+                mode=mode,
+                title=child_title,
+                flush_baseline=len(prepared),
+            )
+
+    @staticmethod
+    def _next_title(conn: sqlite3.Connection, title: str) -> str:
+        """``name`` → ``name #2`` → ``name #3`` (R-8.1), skipping numbers already taken."""
+        match = _TITLE_NUMBER.match(title)
+        base = match.group(1) if match else title
+        rows = conn.execute(
+            "SELECT title FROM sessions WHERE title = ? OR substr(title, 1, ?) = ?",
+            (base, len(base) + 2, base + " #"),
+        ).fetchall()
+        highest = 1
+        for (existing,) in rows:
+            found = _TITLE_NUMBER.match(existing)
+            if found and found.group(1) == base:
+                highest = max(highest, int(found.group(2)))
+        return f"{base} #{highest + 1}"
+
+    # -- search -----------------------------------------------------------------------------
+
+    def _match(
+        self, table: str, expression: str, scope: list[str] | None, limit: int
+    ) -> list[tuple[int, float]]:
+        conn = self._conn()
+        if scope is None:
+            sql = f"SELECT rowid, rank FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?"
+            params: list[Any] = [expression, limit]
+        else:
+            marks = ", ".join("?" * len(scope))
+            sql = (
+                f"SELECT {table}.rowid, {table}.rank FROM {table} "
+                f"JOIN messages m ON m.id = {table}.rowid "
+                f"WHERE {table} MATCH ? AND m.session_id IN ({marks}) "
+                f"ORDER BY {table}.rank LIMIT ?"
+            )
+            params = [expression, *scope, limit]
+        try:
+            return [(int(r[0]), float(r[1])) for r in conn.execute(sql, params)]
+        except sqlite3.OperationalError as exc:
+            if "fts5" in str(exc).lower():  # defensive: quoting should make this unreachable
+                return []
+            raise
+
+    def _bookends(
+        self, conn: sqlite3.Connection, session_id: str, message_id: int, count: int
+    ) -> tuple[list[StoredMessage], list[StoredMessage]]:
+        before = conn.execute(
+            f"SELECT {_STORED_COLS} FROM messages WHERE session_id = ? AND id < ? "
+            "ORDER BY id DESC LIMIT ?",
+            (session_id, message_id, count),
+        ).fetchall()
+        after = conn.execute(
+            f"SELECT {_STORED_COLS} FROM messages WHERE session_id = ? AND id > ? "
+            "ORDER BY id LIMIT ?",
+            (session_id, message_id, count),
+        ).fetchall()
+        return [self._stored(r) for r in reversed(before)], [self._stored(r) for r in after]
+
+    @_errors("searching")
+    def session_search(
+        self,
+        query: str,
+        session_id: str | None = None,
+        lineage: bool = True,
+        limit: int = 10,
+        *,
+        bookends: int = BOOKEND_MESSAGES,
+    ) -> list[SearchHit]:
+        limit = max(1, min(int(limit), 500))
+        scope: list[str] | None = None
+        if session_id is not None:
+            scope = self.lineage(session_id) if lineage else [session_id]
+            if not lineage:
+                self._require(self._conn(), session_id)
+        ranked: dict[int, float] = {}
+        words = porter_query(query)
+        if words is not None:
+            found = self._match("messages_fts", words, scope, limit)
+            if not found:
+                any_words = porter_query(query, any_term=True)
+                if any_words != words and any_words is not None:
+                    found = self._match("messages_fts", any_words, scope, limit)
+            ranked.update(found)
+        substring = trigram_query(query)
+        if substring is not None and len(ranked) < limit:
+            for rowid, score in self._match("messages_fts_trigram", substring, scope, limit):
+                if rowid not in ranked and len(ranked) < limit:
+                    ranked[rowid] = 1000.0 + score  # after every porter hit, in trigram order
+        if not ranked:
+            return []
+        conn = self._conn()
+        marks = ", ".join("?" * len(ranked))
+        rows = {
+            r[0]: r
+            for r in conn.execute(
+                "SELECT id, session_id, role, content, active, timestamp FROM messages "
+                f"WHERE id IN ({marks})",
+                list(ranked),
+            )
+        }
+        hits: list[SearchHit] = []
+        for rowid, score in sorted(ranked.items(), key=lambda kv: kv[1]):
+            row = rows.get(rowid)
+            if row is None:
+                continue
+            before, after = self._bookends(conn, row[1], rowid, max(0, int(bookends)))
+            hits.append(
+                SearchHit(
+                    message_id=rowid,
+                    session_id=row[1],
+                    role=row[2],
+                    content=row[3] or "",
+                    score=score,
+                    active=bool(row[4]),
+                    timestamp=row[5],
+                    before=before,
+                    after=after,
+                )
+            )
+        return hits
+
+    # -- resume -----------------------------------------------------------------------------
+
+    def _tip(self, conn: sqlite3.Connection, session_id: str) -> str:
+        """Follow compression rotations to the newest session of the lineage."""
+        current = session_id
+        for _ in range(100_000):
+            row = conn.execute(
+                "SELECT end_reason FROM sessions WHERE id = ?", (current,)
+            ).fetchone()
+            if row is None or row[0] != "compression":
+                return current
+            child = conn.execute(
+                "SELECT id FROM sessions WHERE parent_session_id = ? "
+                "ORDER BY created_at DESC, id DESC LIMIT 1",
+                (current,),
+            ).fetchone()
+            if child is None:
+                return current
+            current = child[0]
+        return current
+
+    @_errors("resuming a session")
+    def resume(self, by: str) -> Session:
+        conn = self._conn()
+        key = by.strip()
+        if key in ("last", "-c", "continue"):
+            row = conn.execute(
+                "SELECT id FROM sessions WHERE archived = 0 "
+                "ORDER BY last_activity_at DESC, created_at DESC LIMIT 1"
+            ).fetchone()
+            if row is None:
+                raise SessionNotFoundError(f"there are no sessions to continue in {self.path}")
+            return self.get_session(self._tip(conn, row[0]))
+        if self._exists(conn, key):
+            return self.get_session(key)
+        row = conn.execute("SELECT id FROM sessions WHERE title = ?", (key,)).fetchone()
+        if row is None:
+            match = _TITLE_NUMBER.match(key)
+            base = match.group(1) if match else key
+            candidates = conn.execute(
+                "SELECT id, title FROM sessions WHERE substr(title, 1, ?) = ?",
+                (len(base) + 2, base + " #"),
+            ).fetchall()
+            numbered = [
+                (int(m.group(2)), sid)
+                for sid, title in candidates
+                if (m := _TITLE_NUMBER.match(title)) and m.group(1) == base
+            ]
+            if not numbered:
+                raise SessionNotFoundError(
+                    f"no session with id or title {by!r} in {self.path}; "
+                    "`hermes-host sessions list` shows what exists"
+                )
+            row = (max(numbered)[1],)
+        return self.get_session(self._tip(conn, row[0]))
+
+    @_errors("building a recap")
+    def recap(self, session_id: str) -> str:
+        session = self.get_session(session_id)
+        return format_recap(session, self.active_messages(session_id))
+
+    def history_reader(self, session_id: str) -> HistoryReader:
+        self.get_session(session_id)
+        return SQLiteHistoryReader(self, session_id)
+
+    # -- engine state -----------------------------------------------------------------------
+
+    @_errors("reading engine state")
+    def get_engine_state(self, session_id: str, engine: str) -> dict[str, Any]:
+        row = (
+            self._conn()
+            .execute(
+                "SELECT state FROM engine_state WHERE session_id = ? AND engine = ?",
+                (session_id, engine),
+            )
+            .fetchone()
+        )
+        return dict(json.loads(row[0])) if row else {}
+
+    @_errors("writing engine state")
+    def set_engine_state(self, session_id: str, engine: str, state: dict[str, Any]) -> None:
+        try:
+            text = json.dumps(state, ensure_ascii=True)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(
+                f"engine {engine!r} returned state that is not JSON-serialisable: {exc}"
+            ) from None
+        with self._tx() as conn:
+            self._require(conn, session_id)
+            conn.execute(
+                "INSERT OR REPLACE INTO engine_state (session_id, engine, state, updated_at) "
+                "VALUES (?, ?, ?, ?)",
+                (session_id, engine, text, time.time()),
+            )
+
+
+class SQLiteHistoryReader:
+    """Read-only :class:`~hermes_host.models.HistoryReader` over a session's lineage.
+
+    It exposes only ``search`` and ``messages``; it holds the store privately so an engine has
+    no write method to call (R-10.2: engines never write state).
+    """
+
+    __slots__ = ("_session_id", "_store")
+
+    def __init__(self, store: SQLiteStore, session_id: str) -> None:
+        self._store = store
+        self._session_id = session_id
+
+    @property
+    def session_id(self) -> str:
+        return self._session_id
+
+    def search(self, query: str, *, limit: int = 20, lineage: bool = True) -> list[dict[str, Any]]:
+        hits = self._store.session_search(
+            query, session_id=self._session_id, lineage=lineage, limit=limit
+        )
+        return [hit.to_dict() for hit in hits]
+
+    def messages(self, *, include_inactive: bool = True) -> list[Message]:
+        rows = self._store.lineage_messages(self._session_id, include_inactive=include_inactive)
+        return [row.message for row in rows]
