@@ -1,0 +1,95 @@
+"""pytest plugin of the conformance kit (entry point ``pytest11: hermes_host``).
+
+Installed with hermes-host, so every engine author already has it.  It is inert unless a
+test asks for its fixtures.  It adds:
+
+* ``--hermes-engine NAME`` — the installed engine to test (entry-point name, as in
+  ``config.yaml``); the default ``hermes_engine`` fixture loads it the way the host does.
+  Run the whole suite against it without writing a test::
+
+      pytest --pyargs hermes_host.testing.suite --hermes-engine NAME
+
+* ``--hermes-transcripts DIR`` — also run every hook on each ``*.jsonl`` transcript in DIR.
+* ``--hermes-seed N`` — seed of the generated sessions (default fixed, so failures reproduce).
+* fixtures ``hermes_engine`` (override it to return your instance), ``hermes_session`` and
+  ``hermes_hook`` (parametrised: every session × every lifecycle hook).
+
+Subclass :class:`hermes_host.testing.EngineConformance` to get the suite in your own tests.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hermes_host.hookspecs import LIFECYCLE_HOOKS
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("hermes_host", "hermes-host engine conformance kit")
+    group.addoption(
+        "--hermes-engine",
+        metavar="NAME",
+        default=None,
+        help="installed engine (entry-point name) the hermes_engine fixture loads",
+    )
+    group.addoption(
+        "--hermes-transcripts",
+        metavar="DIR",
+        default=None,
+        help="also run the conformance suite on every *.jsonl transcript in DIR",
+    )
+    group.addoption(
+        "--hermes-seed",
+        metavar="N",
+        type=int,
+        default=None,
+        help="seed for the generated sessions (default: a fixed seed)",
+    )
+
+
+def _sessions(config: pytest.Config) -> list[Any]:
+    from hermes_host.testing.generate import DEFAULT_SEED, generated_sessions, transcript_sessions
+
+    cached = getattr(config, "_hermes_sessions", None)
+    if cached is not None:
+        return list(cached)
+    seed = config.getoption("--hermes-seed")
+    sessions = generated_sessions(DEFAULT_SEED if seed is None else seed)
+    folder = config.getoption("--hermes-transcripts")
+    if folder:
+        try:
+            sessions += transcript_sessions(folder)
+        except FileNotFoundError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    config._hermes_sessions = sessions  # type: ignore[attr-defined]
+    return list(sessions)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "hermes_session" in metafunc.fixturenames:
+        sessions = _sessions(metafunc.config)
+        metafunc.parametrize("hermes_session", sessions, ids=[s.id for s in sessions])
+    if "hermes_hook" in metafunc.fixturenames:
+        metafunc.parametrize("hermes_hook", list(LIFECYCLE_HOOKS))
+
+
+@pytest.fixture
+def hermes_engine(request: pytest.FixtureRequest) -> object:
+    """The engine under test: ``--hermes-engine NAME`` loaded as the host loads it.
+
+    Override this fixture (in your test class, module or conftest) to return an instance.
+    """
+    name = request.config.getoption("--hermes-engine")
+    if not name:
+        pytest.skip(
+            "no engine to test: pass --hermes-engine NAME or override the hermes_engine fixture"
+        )
+    from hermes_host.plugins import PluginError
+    from hermes_host.testing.conformance import load_engine
+
+    try:
+        return load_engine(name)
+    except PluginError as exc:
+        raise pytest.UsageError(f"--hermes-engine {name}: {exc}") from None
