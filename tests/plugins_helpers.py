@@ -21,12 +21,17 @@ import pytest
 from hermes_host.plugins import ENGINE_GROUP, PROVIDER_GROUP, reset_discovery_cache
 
 __all__ = [
+    "BROKEN_SOURCE",
     "ENGINE_GROUP",
     "GOOD_ENGINE_SOURCE",
+    "LOUD_SOURCE",
+    "NOTES_SOURCE",
     "PROVIDER_GROUP",
     "FakeDist",
     "FakeInstall",
     "fake_installation",
+    "standard_install",
+    "write_config",
 ]
 
 
@@ -118,3 +123,40 @@ def fake_installation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
         yield install
     finally:
         install.cleanup()
+
+
+LOUD_SOURCE = "raise RuntimeError('a plugin nobody selected must never be imported')\n"
+BROKEN_SOURCE = "raise ImportError(\"acme_broken needs 'frobnicate', which is not installed\")\n"
+NOTES_SOURCE = '''
+from hermes_host import hookimpl
+
+class Notes:
+    @hookimpl
+    def on_pre_compress(self, request):
+        return "remember the deploy window"
+'''
+
+
+def standard_install(fake: FakeInstall) -> None:
+    """The set most CLI tests use: a good engine ``alpha`` (``acme-good`` 2.0.1) and a
+    provider ``notes``; ``loud`` (raises if ever imported); ``broken`` (ImportError)."""
+    fake.add(
+        FakeDist(
+            "acme-good",
+            "2.0.1",
+            {ENGINE_GROUP: {"alpha": "acme_good:GoodEngine"},
+             PROVIDER_GROUP: {"notes": "acme_notes:Notes"}},
+            {"acme_good": GOOD_ENGINE_SOURCE, "acme_notes": NOTES_SOURCE},
+        )
+    )
+    fake.add(FakeDist("acme-loud", "0.1", {ENGINE_GROUP: {"loud": "acme_loud:E"}},
+                      {"acme_loud": LOUD_SOURCE}))
+    fake.add(FakeDist("acme-broken", "0.0.7", {ENGINE_GROUP: {"broken": "acme_broken:E"}},
+                      {"acme_broken": BROKEN_SOURCE}))
+    fake.activate()
+
+
+def write_config(directory: Path, text: str, name: str = "config.yaml") -> Path:
+    path = directory / name
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path

@@ -22,7 +22,7 @@ from rich.text import Text
 
 from hermes_host import __version__
 from hermes_host.config import ConfigError, HermesConfig, find_config_path, load_config
-from hermes_host.plugins import PluginError, discover, load_plugins
+from hermes_host.plugins import PluginError, discover, inspect_plugins, load_plugins
 from hermes_host.tokens import encoding_info
 
 from .config_cmd import config_option, describe_selection, source_label
@@ -55,6 +55,24 @@ def _writable_dir(path: Path) -> tuple[bool, str]:
     if probe == directory:
         return True, f"{directory} is writable"
     return True, f"{directory} does not exist yet; {probe} is writable, so it can be created"
+
+
+def _provider_checks(cfg: HermesConfig) -> list[Check]:
+    """Memory providers, imported but not instantiated: used when an engine error stopped
+    :func:`load_plugins` before it reached them."""
+    try:
+        infos = {i.name: i for i in inspect_plugins(cfg) if i.kind == "memory_provider"}
+    except PluginError as exc:
+        return [Check("memory providers", "warn", str(exc))]
+    checks = []
+    for name in cfg.memory.providers:
+        info = infos.get(name)
+        if info is None or info.status != "loaded":
+            why = info.error or info.status if info else "not installed"
+            checks.append(Check(f"memory provider {name}", "warn", f"{name!r} {why}"))
+        else:
+            checks.append(Check(f"memory provider {name}", "ok", "imports"))
+    return checks
 
 
 def run_checks(config_path: Path | None) -> list[Check]:
@@ -91,6 +109,7 @@ def run_checks(config_path: Path | None) -> list[Check]:
             loaded = load_plugins(cfg)
         except PluginError as exc:
             checks.append(Check("engines selected", "fail", f"{source_label(path)}: {exc}"))
+            checks.extend(_provider_checks(cfg))
         else:
             checks.append(Check("engines selected", "ok", describe_selection(cfg)))
             for info in loaded.failures:

@@ -1,0 +1,96 @@
+"""``hermes-host doctor``: config, plugins, store path, tokenizer, versions; exit 0 or 1."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from plugins_helpers import FakeInstall, fake_installation, standard_install, write_config
+
+from hermes_host.cli import cli
+
+fake = pytest.fixture(fake_installation, name="fake")
+
+
+def _doctor(*args: str) -> tuple[int, dict]:
+    result = CliRunner().invoke(cli, ["doctor", "--json", *args])
+    assert "Traceback" not in result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+def _checks(report: dict) -> dict[str, tuple[str, str]]:
+    return {c["name"]: (c["status"], c["detail"]) for c in report["checks"]}
+
+
+def test_doctor_healthy_installation_exit_0(fake: FakeInstall, tmp_path: Path) -> None:
+    standard_install(fake)
+    store = tmp_path / "data" / "state.db"
+    config = write_config(
+        tmp_path,
+        f"context:\n  engine: alpha\nmemory:\n  providers: [notes]\nstore:\n  url: {store}\n",
+    )
+    code, report = _doctor("--config", str(config))
+    checks = _checks(report)
+    assert code == 0 and report["healthy"] is True, checks
+    assert checks["config"] == ("ok", f"{config}: valid")
+    assert checks["plugins installed"][0] == "ok"
+    assert "engines: alpha, broken, loud" in checks["plugins installed"][1]
+    assert checks["engines selected"] == ("ok", "context.engine: alpha")
+    assert checks["memory provider notes"] == ("ok", "loaded")
+    status, detail = checks["store"]
+    assert status == "ok" and str(store) in detail and "will be created" in detail
+    assert checks["tokenizer"][0] in ("ok", "warn") and checks["tokenizer"][1]
+    assert report["python"] and report["hermes_host"]
+
+
+def test_doctor_reports_a_broken_selected_engine_exit_1(
+    fake: FakeInstall, tmp_path: Path
+) -> None:
+    standard_install(fake)
+    config = write_config(tmp_path, "context:\n  engine: broken\n")
+    code, report = _doctor("--config", str(config))
+    checks = _checks(report)
+    assert code == 1 and report["healthy"] is False
+    status, detail = checks["engines selected"]
+    assert status == "fail" and "'broken' (acme-broken 0.0.7) failed to load" in detail
+    # a missing memory provider is a warning, not a failure
+    assert checks["memory provider markdown"][0] != "fail"
+
+
+def test_doctor_missing_memory_provider_is_a_warning_only(
+    fake: FakeInstall, tmp_path: Path
+) -> None:
+    standard_install(fake)
+    config = write_config(tmp_path, f"context:\n  engine: alpha\nstore:\n  url: {tmp_path}/s.db\n")
+    code, report = _doctor("--config", str(config))
+    status, detail = _checks(report)["memory provider markdown"]
+    assert code == 0 and status == "warn" and "'markdown' not installed" in detail
+
+
+def test_doctor_invalid_config_and_unwritable_store(fake: FakeInstall, tmp_path: Path) -> None:
+    standard_install(fake)
+    code, report = _doctor("--config", str(write_config(tmp_path, "modle: {}\n")))
+    assert code == 1 and _checks(report)["config"][0] == "fail"
+    assert "modle: unknown key" in _checks(report)["config"][1]
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory", encoding="utf-8")
+    config = write_config(
+        tmp_path, f"context:\n  engine: alpha\nstore:\n  url: sqlite:///{blocker}/sub/state.db\n",
+        name="c2.yaml",
+    )
+    code, report = _doctor("--config", str(config))
+    status, detail = _checks(report)["store"]
+    assert code == 1 and status == "fail" and f"{blocker} is not a directory" in detail
+
+
+def test_doctor_table_output(fake: FakeInstall, tmp_path: Path) -> None:
+    standard_install(fake)
+    config = write_config(tmp_path, f"context:\n  engine: loud\nstore:\n  url: {tmp_path}/s.db\n")
+    result = CliRunner(env={"COLUMNS": "200"}).invoke(cli, ["doctor", "--config", str(config)])
+    assert result.exit_code == 1
+    assert "engines selected" in result.stdout and "fail" in result.stdout
+    assert "(acme-loud 0.1) failed to load: RuntimeError" in result.stdout
+    assert result.stdout.rstrip().endswith("problems found")
