@@ -1,0 +1,376 @@
+"""The compression pass: the five steps of SPEC section 6, in order, on a private copy.
+
+1. prune old tool results (and remove blank echoes), no LLM;
+2. protect the head (system prompt; ``protect_first_n`` more on the first round only);
+3. find the tail cut by tokens;
+4. summarise the middle (one call, or micro-compaction when enabled);
+5. fold the previous summary in (update round), so at most one summary block exists.
+
+Failure semantics (R-10.3), decided here and documented in the README:
+
+* the summariser succeeds → ``summarised``;
+* it fails transiently (429/5xx/529/timeout/network) → the middle is summarised by the
+  deterministic offline summariser instead and committed: outcome ``fallback`` with
+  ``cooldown_seconds = compression.cooldown_seconds`` so automatic compression pauses;
+* it fails permanently (401/402/403/quota, empty answer, any other error) → the same offline
+  fallback, outcome ``fallback``, no cooldown (retrying cannot help; the fallback streak stops
+  automatic compression after two);
+* ``abort_on_summary_failure: true`` → outcome ``aborted``: the input minus blank echoes,
+  nothing summarised (plus ``cooldown_seconds`` when the failure was transient);
+* should even the offline fallback fail, nothing is summarised: ``failed_transient`` /
+  ``failed_permanent`` with the input minus blank echoes — the host keeps the window;
+* called during an active cooldown without ``force`` → ``aborted``, never the fallback path
+  (an early cooldown exit is not "fallback allowed"; the flags are not reset at entry).
+
+The middle is never dropped without a summary: the feasibility skip (R-6.5) uses the offline
+summariser too (``dropped``, no LLM call).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from hermes_host.llm.base import (
+    Summarizer,
+    SummaryError,
+    SummaryJob,
+    TransientSummaryError,
+)
+from hermes_host.messages import (
+    check_invariants,
+    normalize_alternation,
+    repair_tool_pairs,
+    text_of,
+)
+from hermes_host.models import CompressRequest, CompressResult, Message, SummaryOutcome
+from hermes_host.redact import redact, redact_messages
+
+from hermes_compressor.boundaries import (
+    MIN_TAIL_MESSAGES,
+    find_cut,
+    head_size,
+    is_actionable_user,
+)
+from hermes_compressor.micro import MicroBreaker, micro_summarize
+from hermes_compressor.options import EngineOptions
+from hermes_compressor.prompt import build_prompt, render_turns
+from hermes_compressor.prune import (
+    PruneStats,
+    dedup_results,
+    pressure_pass,
+    prune_results,
+    remove_blank_echoes,
+    truncate_call_args,
+)
+from hermes_compressor.summary import (
+    SNAPSHOT,
+    extract_previous,
+    inject,
+    postprocess,
+    section_body,
+)
+from hermes_compressor.trigger import tail_budget, threshold_tokens
+
+__all__ = ["Summarizers", "compress_window"]
+
+log = logging.getLogger("hermes_compressor")
+
+
+@dataclass
+class Summarizers:
+    """Where the pass gets its summarisers (resolved by the engine, cached per settings)."""
+
+    primary: Callable[[], Summarizer]
+    micro: Callable[[int], Summarizer]
+    fallback: Callable[[], Summarizer]
+
+
+@dataclass
+class _Counted:
+    inner: Summarizer
+    calls: list[int] = field(default_factory=lambda: [0])
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def calls_llm(self) -> bool:
+        return bool(self.inner.calls_llm)
+
+    def summarize(self, job: SummaryJob) -> str:
+        if self.inner.calls_llm:
+            self.calls[0] += 1
+        return self.inner.summarize(job)
+
+
+def _cooldown_active(request: CompressRequest) -> bool:
+    until = request.guards.cooldown_until
+    return not request.force and until is not None and request.guards.now < until
+
+
+def _normalised(messages: Sequence[Message]) -> list[Message]:
+    out = list(messages)
+    if any(v.rule == "alternation" for v in check_invariants(out)):
+        out, _ = normalize_alternation(out)
+    return out
+
+
+def _snapshot_source(previous: str | None, middle: Sequence[Message]) -> str | None:
+    """The verbatim request the *Historical Task Snapshot* must carry."""
+    if previous:
+        body = section_body(previous, SNAPSHOT)
+        if body:
+            return body
+    users = [text_of(m).strip() for m in middle if is_actionable_user(m)]
+    users = [u for u in users if u]
+    if not users:
+        return None
+    text = users[0]
+    return text if len(text) <= 1500 else text[:1500] + "…"
+
+
+def compress_window(
+    request: CompressRequest,
+    *,
+    options: EngineOptions,
+    count: Callable[[Message], int],
+    summarizers: Summarizers,
+    breaker: MicroBreaker,
+) -> CompressResult:
+    """Run the pass on ``request.messages`` and propose the new window."""
+    settings = request.compression
+    cleaned, removed = remove_blank_echoes(request.messages)
+    cleaned = _normalised(cleaned)
+    notes = [f"removed {removed} blank echo message(s)"] if removed else []
+
+    def unchanged(
+        outcome: SummaryOutcome, note: str, cooldown: float | None = None
+    ) -> CompressResult:
+        return CompressResult(
+            messages=cleaned, outcome=outcome, cooldown_seconds=cooldown, notes=[*notes, note]
+        )
+
+    if _cooldown_active(request):
+        return unchanged("aborted", "cooldown active: automatic compression is suppressed")
+
+    extracted = extract_previous(cleaned)
+    work = _normalised(extracted.messages)
+    previous = extracted.previous_summary
+    first_round = request.compression_count == 0 and previous is None
+    threshold = threshold_tokens(settings, request.context_length, request.model)
+    budget = tail_budget(settings, threshold)
+    head_end = head_size(work, first_round=first_round, protect_first_n=settings.protect_first_n)
+    floor = min(settings.protect_last_n, options.max_tail_message_floor)
+    cut = find_cut(
+        work,
+        count,
+        head_end=head_end,
+        budget=budget,
+        floor_count=floor,
+        min_tail_user_messages=settings.min_tail_user_messages,
+        keep_last_turns=request.keep_last_turns,
+    )
+    min_tail = 1 if request.keep_last_turns is not None else MIN_TAIL_MESSAGES
+    if cut <= head_end or len(work) - cut < min_tail:
+        # R-6.7: head + >=3 tail + >=1 middle, else an ineffective no-op.
+        return unchanged("noop", "too few messages to compress (head + 3 tail + 1 middle)")
+
+    # Step 1: prune (no LLM).  Indices do not move.
+    stats = PruneStats()
+    work = dedup_results(
+        work, count, start=head_end, min_chars=options.dedup_min_chars, stats=stats
+    )
+    work = prune_results(
+        work, count, start=head_end, end=cut, min_chars=options.prune_min_chars, stats=stats
+    )
+    work, clipped = truncate_call_args(
+        work,
+        start=head_end,
+        end=cut,
+        max_chars=options.max_tool_arg_chars,
+        keep_chars=options.tool_arg_keep_chars,
+    )
+    work = pressure_pass(
+        work,
+        count,
+        tail_start=cut,
+        budget=budget,
+        excerpt_chars=options.pressure_excerpt_chars,
+        stats=stats,
+    )
+    if stats.pruned or clipped:
+        notes.append(f"pruned {stats.pruned} tool output(s), clipped {clipped} call argument(s)")
+    head, middle, tail = work[:head_end], work[head_end:cut], work[cut:]
+
+    middle_tokens = sum(count(m) for m in middle)
+    max_summary = max(
+        options.min_summary_tokens,
+        min(
+            options.max_summary_tokens,
+            request.summarizer.max_tokens,
+            int(request.context_length * 0.05),
+        ),
+    )
+    summary_budget = max(
+        min(options.min_summary_tokens, max_summary),
+        min(max_summary, int(middle_tokens * options.summary_ratio)),
+    )
+    unattended = not any(is_actionable_user(m) for m in work)
+    clean_middle = redact_messages(middle)
+    prompt = build_prompt(
+        clean_middle,
+        previous_summary=previous,
+        budget_tokens=summary_budget,
+        today=request.today,
+        focus_topic=request.focus_topic,
+        memory_context=request.memory_context,
+        unattended=unattended,
+        max_turn_chars=options.max_turn_chars,
+        max_source_chars=options.max_source_chars,
+        max_previous_chars=options.max_previous_summary_chars,
+    )
+
+    def make_job(text: str, msgs: list[Message], prev: str | None, tokens: int) -> SummaryJob:
+        return SummaryJob(
+            prompt=text,
+            messages=msgs,
+            previous_summary=redact(prev) if prev else None,
+            focus_topic=redact(request.focus_topic) if request.focus_topic else None,
+            memory_context=redact(request.memory_context) if request.memory_context else None,
+            today=request.today,
+            budget_tokens=tokens,
+            max_tokens=max(tokens, min(request.summarizer.max_tokens, max_summary * 2)),
+            metadata={
+                "session_id": request.session_id,
+                "round": "first" if first_round else "update",
+            },
+        )
+
+    job = make_job(prompt, clean_middle, previous, summary_budget)
+    source_text = "\n\n".join(
+        [
+            previous or "",
+            request.memory_context or "",
+            render_turns(clean_middle, max_turn_chars=10**9, max_total=10**9),
+        ]
+    )
+    snapshot = _snapshot_source(previous, clean_middle)
+    max_chars = max_summary * 4 * 2
+
+    def finish(
+        raw: str,
+        outcome: SummaryOutcome,
+        llm_calls: int,
+        cooldown: float | None = None,
+        extra: Sequence[str] = (),
+    ) -> CompressResult:
+        body = postprocess(
+            raw, source_text=redact(source_text), snapshot_fallback=snapshot, max_chars=max_chars
+        )
+        continuation = not any(is_actionable_user(m) for m in [*head, *tail])
+        window = inject(head, body, tail, continuation=continuation)
+        window, fixes = repair_tool_pairs(window)  # R-6.9: the last line of defence
+        result_notes = [*notes, *extra]
+        if fixes:
+            result_notes.append(f"orphan sanitiser repaired {fixes} tool pair(s)")
+        violations = check_invariants(window)
+        if violations:
+            log.warning(
+                "compressor produced an invalid window (%s); keeping the input", violations[0]
+            )
+            return CompressResult(
+                messages=cleaned,
+                outcome="aborted",
+                llm_calls=llm_calls,
+                notes=[*result_notes, f"invalid result discarded: {violations[0]}"],
+            )
+        return CompressResult(
+            messages=window,
+            outcome=outcome,
+            llm_calls=llm_calls,
+            cooldown_seconds=cooldown,
+            notes=result_notes,
+        )
+
+    # R-6.5 feasibility skip: a tiny middle after a real ineffective record is not worth a call.
+    if (
+        not request.force
+        and request.guards.ineffective_count >= 1
+        and middle_tokens < threshold * options.feasibility_fraction
+    ):
+        try:
+            raw = summarizers.fallback().summarize(job)
+        except Exception as exc:  # deterministic, so unexpected: take the normal path instead
+            log.warning("offline summary for the feasibility skip failed: %s", type(exc).__name__)
+        else:
+            if raw.strip():
+                return finish(raw, "dropped", 0, extra=["feasibility skip: summarised offline"])
+
+    primary: _Counted | None = None
+    failure: SummaryError | None = None
+    raw = ""
+    try:
+        if settings.micro_compact and not breaker.open(request.session_id):
+            micro = _Counted(summarizers.micro(max_summary))
+            try:
+                raw = micro_summarize(
+                    micro,
+                    middle,
+                    previous_summary=previous,
+                    max_summary_tokens=max_summary,
+                    max_exchanges=options.micro_max_exchanges,
+                    max_turn_chars=options.max_turn_chars,
+                    make_job=make_job,
+                )
+                breaker.record(request.session_id, ok=True)
+                return finish(raw, "summarised", micro.calls[0], extra=["micro-compaction"])
+            except Exception as exc:
+                breaker.record(request.session_id, ok=False)
+                notes.append(f"micro-compaction failed ({type(exc).__name__}); batch summary used")
+                micro_calls = micro.calls[0]
+            primary = _Counted(summarizers.primary())
+            primary.calls[0] += micro_calls
+        else:
+            primary = _Counted(summarizers.primary())
+        raw = primary.summarize(job)
+        if not raw or not raw.strip():
+            raise SummaryError("the summariser returned an empty summary")
+    except SummaryError as exc:
+        failure = exc
+    except Exception as exc:  # a summariser bug must not lose the window
+        failure = SummaryError(f"summariser error: {type(exc).__name__}")
+    calls = primary.calls[0] if primary else 0
+    if failure is None:
+        return finish(raw, "summarised", calls)
+
+    transient = isinstance(failure, TransientSummaryError)
+    cooldown = settings.cooldown_seconds if transient else None
+    why = f"{'transient' if transient else 'permanent'} summariser failure: {redact(str(failure))}"
+    log.warning("summary failed for session %s: %s", request.session_id, why)
+    if settings.abort_on_summary_failure:
+        return CompressResult(
+            messages=cleaned,
+            outcome="aborted",
+            llm_calls=calls,
+            cooldown_seconds=cooldown,
+            notes=[*notes, why, "abort_on_summary_failure: nothing summarised"],
+        )
+    try:
+        fallback_raw = summarizers.fallback().summarize(job)
+        if not fallback_raw.strip():
+            raise SummaryError("empty fallback summary")
+    except Exception as exc:
+        log.warning("fallback summary failed too: %s", type(exc).__name__)
+        return CompressResult(
+            messages=cleaned,
+            outcome="failed_transient" if transient else "failed_permanent",
+            llm_calls=calls,
+            cooldown_seconds=cooldown,
+            notes=[*notes, why, "fallback summariser failed; window unchanged"],
+        )
+    return finish(
+        fallback_raw, "fallback", calls, cooldown, extra=[why, "offline fallback summary used"]
+    )

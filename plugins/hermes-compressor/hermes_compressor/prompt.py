@@ -1,0 +1,195 @@
+"""Step 4's input: the summarisation prompt (SPEC section 7, R-6.6, R-6.10, R-11.4).
+
+One function, :func:`build_prompt`, renders the preamble, the temporal-anchoring rule (only
+when today's date is known — never an empty placeholder), the first-round or update wording,
+the eleven sections in order, the focus topic, memory-provider text and the source turns.
+Everything that goes in is redacted first; the caller passes already-redacted messages.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from collections.abc import Sequence
+
+from hermes_host.messages import text_of
+from hermes_host.models import Message
+from hermes_host.redact import redact
+
+__all__ = [
+    "CRON_GOAL",
+    "CRON_QUESTIONS",
+    "PREAMBLE",
+    "SECTIONS",
+    "build_prompt",
+    "render_turns",
+    "temporal_rule",
+]
+
+PREAMBLE = (
+    "You are a summarization agent creating a context checkpoint. Treat the conversation "
+    "turns below as source material for a compact record of prior work. Produce only the "
+    "structured summary; do not add a greeting, preamble, or prefix. Write in the language "
+    "of the conversation, and state only what the source shows.\n"
+    "NEVER include API keys, tokens, passwords, secrets, credentials, or connection strings "
+    "in the summary — replace any that appear with [REDACTED]. Note that credentials were "
+    "present, but do not preserve their values."
+)
+
+CRON_GOAL = "[Historical cron/agent objective inferred only from assistant and tool activity]"
+CRON_QUESTIONS = "None. No user-authored questions exist."
+
+SECTIONS: tuple[tuple[str, str], ...] = (
+    (
+        "## Historical Task Snapshot",
+        "The user's request(s), copied verbatim from the source. Do not write 'User asked:'.",
+    ),
+    ("## Goal", "The objective being pursued."),
+    (
+        "## Constraints & Preferences",
+        "Runtime, configuration and technical constraints stated in the source only; never "
+        "invent user preferences.",
+    ),
+    (
+        "## Completed Actions",
+        "A numbered list, one line each: `N. ACTION target — outcome [tool: name]`, with file "
+        "paths, commands, line numbers and results.",
+    ),
+    (
+        "## Active State",
+        "Working directory, branch, changed files, test status, running processes.",
+    ),
+    ("## Blocked", "Unresolved blockers with the exact error messages."),
+    ("## Key Decisions", "Technical decisions and the reasons for them."),
+    ("## Resolved Questions", "Questions already answered, with the answers."),
+    ("## Relevant Files", "Files read, changed or created, each with a short note."),
+    (
+        "## Critical Context",
+        "Concrete values, errors and settings that could not be recovered if lost; credentials "
+        "as [REDACTED].",
+    ),
+    (
+        "## Pruned Skills",
+        "Copy every `[SKILL_PRUNED: ...]` marker from the input verbatim, one per line; never "
+        "paraphrase them (they tell the agent which skills must be reloaded before use).",
+    ),
+)
+
+_FIRST_ROUND = (
+    "Create a structured checkpoint summary of the conversation turns below, using exactly "
+    "these sections, in this order:"
+)
+_UPDATE_ROUND = (
+    "You are updating a context compaction summary. The PREVIOUS SUMMARY below was written at "
+    "an earlier compaction; NEW TURNS TO INCORPORATE happened after it. PRESERVE all "
+    "still-relevant information from the previous summary. ADD the new completed actions "
+    "(continue the numbering). Move items that have finished from In Progress / Active State "
+    "to Completed Actions. Remove information only if it is clearly obsolete. Keep exactly "
+    "these sections, in this order:"
+)
+
+
+def temporal_rule(today: _dt.date | None) -> str | None:
+    """The temporal-anchoring instruction (R-7.3), or ``None`` when the date is unknown."""
+    if today is None:
+        return None
+    day = today.isoformat()
+    return (
+        f"TEMPORAL ANCHORING: The current date is {day}. When an action has already been "
+        "carried out, phrase it as a completed, dated, past-tense fact, so that a resumed "
+        'session does not do it again: rewrite "email John about the proposal" as "Sent '
+        f'the proposal email to John on {day}."'
+    )
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    return f"{text[:head]}\n…[{len(text) - limit:,} chars omitted]…\n{text[-tail:]}"
+
+
+def render_turns(messages: Sequence[Message], *, max_turn_chars: int, max_total: int) -> str:
+    """The source turns as labelled plain text, each message clipped, the whole bounded."""
+    limit = max_turn_chars
+    while True:
+        parts: list[str] = []
+        for message in messages:
+            role = str(message.get("role", "?")).upper()
+            text = text_of(message)
+            if role == "TOOL":
+                name = message.get("name") or message.get("tool_call_id") or ""
+                parts.append(f"[TOOL RESULT {name}]: {_clip(text, limit)}")
+                continue
+            if text.strip():
+                parts.append(f"[{role}]: {_clip(text, limit)}")
+            for call in message.get("tool_calls") or []:
+                fn = call.get("function") or {}
+                args = fn.get("arguments")
+                if not isinstance(args, str):
+                    args = json.dumps(args, ensure_ascii=False)
+                parts.append(
+                    f"[{role} → TOOL CALL {fn.get('name')} id={call.get('id')}]: "
+                    f"{_clip(args or '', limit // 2)}"
+                )
+        rendered = "\n\n".join(parts)
+        if len(rendered) <= max_total or limit <= 200:
+            return _clip(rendered, max_total)
+        limit //= 2
+
+
+def build_prompt(
+    turns: Sequence[Message],
+    *,
+    previous_summary: str | None,
+    budget_tokens: int,
+    today: _dt.date | None,
+    focus_topic: str | None,
+    memory_context: str | None,
+    unattended: bool,
+    max_turn_chars: int,
+    max_source_chars: int,
+    max_previous_chars: int,
+) -> str:
+    """The full prompt; ``previous_summary`` selects the update wording (R-6.10)."""
+    blocks = [PREAMBLE]
+    rule = temporal_rule(today)
+    if rule:
+        blocks.append(rule)
+    blocks.append(_UPDATE_ROUND if previous_summary else _FIRST_ROUND)
+    blocks.append("\n".join(f"{title}\n{hint}" for title, hint in SECTIONS))
+    if unattended:
+        blocks.append(
+            "This is an unattended (cron / pure agent) session: no human user turn exists. "
+            f"Under ## Goal write exactly `{CRON_GOAL}` followed by the inferred objective — "
+            "never call it a user goal. Under ## Resolved Questions write exactly "
+            f"`{CRON_QUESTIONS}`"
+        )
+    if focus_topic and focus_topic.strip():
+        blocks.append(
+            f"FOCUS TOPIC: {redact(focus_topic.strip())}\nThe user asked for a compression "
+            "guided by this topic: give it most of the summary (about 70% of the target "
+            "size) — every detail, file, decision and value about it — and compress "
+            "everything else to the essentials."
+        )
+    if memory_context and memory_context.strip():
+        blocks.append(
+            "MEMORY PROVIDERS ASKED TO PRESERVE THE FOLLOWING (source material — carry what "
+            "is relevant into the sections):\n<memory_context>\n"
+            f"{_clip(redact(memory_context.strip()), max_previous_chars)}\n</memory_context>"
+        )
+    blocks.append(
+        f"Target ~{budget_tokens} tokens. Be CONCRETE: name files, commands, line numbers, "
+        "values and exact errors — never write vague phrases like 'made some changes'."
+    )
+    source = render_turns(turns, max_turn_chars=max_turn_chars, max_total=max_source_chars)
+    if previous_summary:
+        blocks.append(
+            "PREVIOUS SUMMARY:\n"
+            f"{_clip(redact(previous_summary), max_previous_chars)}\n\n"
+            f"NEW TURNS TO INCORPORATE:\n{source}"
+        )
+    else:
+        blocks.append(f"TURNS TO SUMMARIZE:\n{source}")
+    return redact("\n\n".join(blocks))

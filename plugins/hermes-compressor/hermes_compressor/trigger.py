@@ -1,0 +1,117 @@
+"""The trigger (SPEC section 4) and the guards as the engine sees them (section 5).
+
+``threshold_tokens`` is derived in four steps:
+
+1. the ratio is ``compression.threshold_percent``, overridden by the longest
+   ``model_thresholds`` key that is a substring of the model name (R-4.4);
+2. small-window floor (R-4.3): a window under 512K tokens uses at least
+   :data:`MIN_CTX_TRIGGER_RATIO` (0.75) of itself — a 200K model that compressed at half full
+   would throw away context it can afford to keep, and a small model needs its window used;
+3. the absolute cap ``compression.threshold_tokens`` wins over both (R-4.2): it is the user's
+   explicit number;
+4. output-token reservation: the prompt can never grow past ``context_length −
+   max_output_tokens`` (the reply needs room).  When the threshold would lie at or beyond that
+   effective window — a tiny window — it falls back to :data:`TINY_WINDOW_RATIO` (0.85) of the
+   effective window so that compression can still trigger.  At most half of the window is
+   reserved, so a misconfigured ``max_output_tokens`` cannot drive the threshold to zero.
+
+The comparison is ``tokens >= threshold`` (R-4.1), with ``tokens = prompt_tokens or
+current_tokens``.  The engine never changes guard counters: it reads them from the request
+(R-5.3) and reports effects through ``CompressResult.outcome``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hermes_host.models import (
+    CompressDecision,
+    CompressionSettings,
+    GuardState,
+    ShouldCompressRequest,
+)
+
+__all__ = [
+    "MIN_CTX_TRIGGER_RATIO",
+    "SMALL_WINDOW_TOKENS",
+    "STREAK_LIMIT",
+    "TINY_WINDOW_RATIO",
+    "blocked_reason",
+    "decide",
+    "resolve_ratio",
+    "tail_budget",
+    "threshold_tokens",
+]
+
+SMALL_WINDOW_TOKENS = 512_000
+MIN_CTX_TRIGGER_RATIO = 0.75
+TINY_WINDOW_RATIO = 0.85
+STREAK_LIMIT = 2
+"""Two ineffective compressions, or two fallbacks in a row, stop automatic compression."""
+
+
+def resolve_ratio(settings: CompressionSettings, model: str) -> float:
+    """``threshold_percent``, or the longest ``model_thresholds`` substring match (R-4.4)."""
+    matches = [key for key in settings.model_thresholds if key and key in model]
+    if matches:
+        return float(settings.model_thresholds[max(matches, key=len)])
+    return float(settings.threshold_percent)
+
+
+def threshold_tokens(
+    settings: CompressionSettings,
+    context_length: int,
+    model: str = "",
+    max_output_tokens: int = 0,
+) -> int:
+    """Tokens at which the window is compressed (R-4.2–R-4.4); see the module docstring."""
+    ratio = resolve_ratio(settings, model)
+    if context_length < SMALL_WINDOW_TOKENS:
+        ratio = max(ratio, MIN_CTX_TRIGGER_RATIO)
+    threshold = context_length * ratio
+    if settings.threshold_tokens is not None:
+        threshold = min(threshold, settings.threshold_tokens)
+    reserve = min(max(0, max_output_tokens), context_length // 2)
+    effective = context_length - reserve
+    if threshold >= effective:
+        threshold = effective * TINY_WINDOW_RATIO
+    return max(1, int(threshold))
+
+
+def tail_budget(settings: CompressionSettings, threshold: int) -> int:
+    """Tokens the protected tail may hold: threshold × summary_target_ratio (0.10–0.80)."""
+    ratio = min(0.80, max(0.10, settings.summary_target_ratio))
+    return max(1, int(threshold * ratio))
+
+
+def blocked_reason(guards: GuardState) -> str | None:
+    """``cooldown:<seconds>`` while the cooldown runs (R-5.1); ``ineffective`` after two
+    ineffective compressions or two fallbacks in a row (R-5.2); else ``None``."""
+    if guards.cooldown_until is not None and guards.now < guards.cooldown_until:
+        return f"cooldown:{math.ceil(guards.cooldown_until - guards.now)}"
+    if guards.ineffective_count >= STREAK_LIMIT or guards.fallback_streak >= STREAK_LIMIT:
+        return "ineffective"
+    return None
+
+
+def decide(request: ShouldCompressRequest) -> CompressDecision:
+    """The answer to ``should_compress`` (R-4.1, R-5.1, R-5.2).
+
+    Below the threshold → no (``below_threshold``).  Above it, the guards may block with a
+    reason.  ``force`` (manual ``/compress``) says yes whatever the tokens and guards: the
+    host clears the cooldown itself.
+    """
+    threshold = threshold_tokens(
+        request.compression, request.context_length, request.model, request.max_output_tokens
+    )
+    if request.force:
+        return CompressDecision(compress=True, threshold_tokens=threshold)
+    tokens = request.prompt_tokens or request.current_tokens
+    if tokens < threshold:
+        return CompressDecision(
+            compress=False, reason="below_threshold", threshold_tokens=threshold
+        )
+    reason = blocked_reason(request.guards)
+    if reason is not None:
+        return CompressDecision(compress=False, reason=reason, threshold_tokens=threshold)
+    return CompressDecision(compress=True, threshold_tokens=threshold)
