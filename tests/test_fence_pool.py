@@ -1,0 +1,192 @@
+"""The fence's worker pool: daemon threads, leak cap, prompt exit, trace switch (R-0.4, R-10.2)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from fence_helpers import (
+    Decider,
+    Gate,
+    Hung,
+    Raiser,
+    make_pm,
+    should_request,
+    wait_until,
+)
+
+from hermes_host.config import HooksSection
+from hermes_host.fence import TRACE_ENV, HookRunner, Provenance
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_r10_2_workers_are_daemon_threads_and_are_reused() -> None:
+    decider = Decider()
+    runner = HookRunner(make_pm(d=decider))
+    for _ in range(20):
+        assert runner.call("d", "should_compress", should_request()).adopted
+    assert len(set(decider.threads)) == 1  # one warm worker served every sequential call
+    worker = next(t for t in threading.enumerate() if t.name == decider.threads[0])
+    assert worker.daemon
+    assert runner.pool_state()["threads"] == 1
+
+
+def test_r0_4_leaked_workers_are_capped_and_further_calls_fail_fast() -> None:
+    gate = Gate()
+    hung = Hung(gate)
+    runner = HookRunner(make_pm(hung=hung, d=Decider()), HooksSection(max_leaked_workers=2))
+    try:
+        for _ in range(2):
+            stamp = runner.call("hung", "should_compress", should_request(), timeout=0.05)
+            assert stamp.provenance is Provenance.TIMEOUT
+        assert runner.pool_state()["leaked"] == 2
+        started = time.perf_counter()
+        refused = runner.call("d", "should_compress", should_request(), timeout=5)
+        assert time.perf_counter() - started < 0.05  # fails fast, no thread, no wait
+        assert refused.provenance is Provenance.ERROR and refused.error_type == "PoolExhausted"
+        assert "max_leaked_workers = 2" in refused.error and "'d'" in refused.error
+        assert runner.pool_state()["threads"] == 2  # nothing new was spawned
+        assert hung.calls == 2
+        # refusals are the host's doing, not the plugin's: its breaker stays closed
+        assert runner.breaker_state().get("d", {"state": "closed"})["state"] == "closed"
+    finally:
+        gate.release()
+    assert wait_until(lambda: runner.pool_state()["leaked"] == 0)
+    assert runner.call("d", "should_compress", should_request()).adopted
+
+
+def test_r0_4_trial_call_refused_by_the_pool_does_not_wedge_the_breaker() -> None:
+    from fence_helpers import FakeClock, Flaky
+
+    from hermes_host.config import BreakerSection
+
+    gate, clock, flaky = Gate(), FakeClock(), Flaky()
+    hooks = HooksSection(
+        max_leaked_workers=1, breaker=BreakerSection(failures=1, cooldown_seconds=10)
+    )
+    runner = HookRunner(make_pm(hung=Hung(gate), flaky=flaky), hooks, clock=clock)
+    try:
+        assert runner.call("flaky", "should_compress", should_request()).failed
+        clock.advance(11)
+        runner.call("hung", "should_compress", should_request(), timeout=0.05)
+        refused = runner.call("flaky", "should_compress", should_request())
+        assert refused.error_type == "PoolExhausted"
+    finally:
+        gate.release()
+    assert wait_until(lambda: runner.pool_state()["leaked"] == 0)
+    flaky.failing = False
+    assert runner.call("flaky", "should_compress", should_request()).adopted
+
+
+def test_r0_4_process_with_a_hung_plugin_exits_promptly(tmp_path: Path) -> None:
+    """A real interpreter: the plugin sleeps forever, the call times out, the script ends."""
+    script = tmp_path / "hung_plugin.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import time
+            import pluggy
+            from hermes_host import hookimpl, hookspecs
+            from hermes_host.fence import HookRunner
+            from hermes_host.models import GuardState, ShouldCompressRequest
+
+            class SleepsForever:
+                @hookimpl
+                def should_compress(self, request):
+                    while True:
+                        time.sleep(3600)
+
+            pm = pluggy.PluginManager("hermes_host")
+            pm.add_hookspecs(hookspecs)
+            pm.register(SleepsForever(), name="sleeper")
+            request = ShouldCompressRequest(
+                session_id="s", messages=[], current_tokens=1, context_length=10,
+                guards=GuardState(now=0.0),
+            )
+            stamp = HookRunner(pm).call("sleeper", "should_compress", request, timeout=0.2)
+            print("provenance", stamp.provenance.value)
+            """
+        )
+    )
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=REPO,
+    )
+    elapsed = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    assert "provenance timeout" in done.stdout
+    assert elapsed < 5.0, f"interpreter took {elapsed:.1f}s to exit"
+
+
+def test_r0_4_trace_switch_prints_one_line_per_call(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(TRACE_ENV, "1")
+    runner = HookRunner(make_pm(d=Decider(), boom=Raiser(KeyError("k"))))
+    monkeypatch.delenv(TRACE_ENV)  # read once, at construction
+    runner.call("d", "should_compress", should_request())
+    runner.call("boom", "should_compress", should_request())
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2
+    assert "plugin=d hook=should_compress" in lines[0] and "provenance=ok" in lines[0]
+    assert "ms" in lines[0] and "error=" not in lines[0]
+    assert "plugin=boom" in lines[1] and "provenance=error error=KeyError" in lines[1]
+
+
+def test_r0_4_trace_is_off_without_the_switch(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv(TRACE_ENV, raising=False)
+    HookRunner(make_pm(d=Decider())).call("d", "should_compress", should_request())
+    assert capsys.readouterr().err == ""
+
+
+def test_r0_4_trace_in_a_real_process_goes_to_stderr(tmp_path: Path) -> None:
+    script = tmp_path / "trace.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import pluggy
+            from hermes_host import hookimpl, hookspecs
+            from hermes_host.fence import HookRunner
+            from hermes_host.models import CompressDecision, GuardState, ShouldCompressRequest
+
+            class Yes:
+                @hookimpl
+                def should_compress(self, request):
+                    return CompressDecision(compress=True)
+
+            pm = pluggy.PluginManager("hermes_host")
+            pm.add_hookspecs(hookspecs)
+            pm.register(Yes(), name="yes")
+            request = ShouldCompressRequest(
+                session_id="s", messages=[], current_tokens=1, context_length=10,
+                guards=GuardState(now=0.0),
+            )
+            HookRunner(pm).call("yes", "should_compress", request)
+            """
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=REPO,
+        env={**os.environ, TRACE_ENV: "1"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert "plugin=yes hook=should_compress" in done.stderr
+    assert "provenance=ok" in done.stderr
