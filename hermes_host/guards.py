@@ -99,15 +99,18 @@ def after_compression(
 
     ``failed_transient`` starts a cooldown; ``fallback`` extends the fallback streak;
     ``noop`` or a saving under 10 % counts as ineffective; an effective, non-fallback
-    compression resets both streaks.  ``failed_permanent`` / ``aborted`` change nothing but
-    the cooldown (none): retrying cannot help, and the user is told instead.
+    compression resets both streaks.  ``failed_permanent`` / ``aborted`` count as ineffective
+    (retrying cannot help, R-10.3); a manual ``/compress`` clears the counters.
     """
     update: dict[str, object] = {}
     if outcome == "failed_transient":
         update["cooldown_until"] = guards.now + cooldown_seconds
         return guards.model_copy(update=update)
     if outcome in ("failed_permanent", "aborted"):
-        return guards
+        # Retrying cannot help (R-10.3): count it as an ineffective attempt, so automatic
+        # compression stops after two instead of failing again every turn.
+        update["ineffective_count"] = guards.ineffective_count + 1
+        return guards.model_copy(update=update)
     saved = (tokens_before - tokens_after) / tokens_before if tokens_before > 0 else 0.0
     ineffective = outcome == "noop" or saved < INEFFECTIVE_SAVING
     update["ineffective_count"] = guards.ineffective_count + 1 if ineffective else 0

@@ -357,6 +357,7 @@ class Session:
         self.last_prompt_tokens: int | None = None
         self._last_base: tuple[int, list[str]] | None = None
         self.events: list[str] = []
+        self._window_cache: tuple[tuple[int, int], list[Message], int] | None = None
 
     # -- adding messages ----------------------------------------------------------------
 
@@ -399,19 +400,27 @@ class Session:
         return list(self._window)
 
     def window(self) -> list[Message]:
-        """System prompt + normalised window, ``_`` metadata kept (what engines receive)."""
-        repaired, fixes = repair_tool_pairs(self._window)
-        merged, merges = normalize_alternation(repaired)
-        self.normalised = Normalisation(merged_adjacent=merges, tool_pairs_repaired=fixes)
-        head: list[Message] = (
-            [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
-        )
-        return head + merged
+        """System prompt + normalised window, ``_`` metadata kept (what engines receive).
+
+        Cached until the window changes; treat the returned messages as read-only."""
+        key = (len(self._window), self.compression_epoch)
+        if self._window_cache is None or self._window_cache[0] != key:
+            repaired, fixes = repair_tool_pairs(self._window)
+            merged, merges = normalize_alternation(repaired)
+            self.normalised = Normalisation(merged_adjacent=merges, tool_pairs_repaired=fixes)
+            head: list[Message] = (
+                [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+            )
+            built = head + merged
+            self._window_cache = (key, built, self.host.tokens.count_all(built))
+        return list(self._window_cache[1])
 
     @property
     def window_tokens(self) -> int:
         """Host-counted tokens of system prompt + normalised window."""
-        return self.host.tokens.count_all(self.window())
+        self.window()
+        assert self._window_cache is not None
+        return self._window_cache[2]
 
     def _check_cache(self, base: list[Message]) -> bool:
         """R-1.3: the previous base (minus its open final message) must be a byte-identical
@@ -469,6 +478,8 @@ class Session:
         )
         result, stamps = host.runner.chain("select_context", chain, request, states=states)
         for stamp in stamps:
+            if stamp.provenance.value == "none":
+                continue  # the engine does not implement select_context, or left it as is
             entry: dict[str, Any] = {"engine": stamp.plugin, "provenance": str(stamp.provenance)}
             if stamp.adopted and isinstance(stamp.value, SelectResult):
                 entry["decision"] = stamp.value.decision
@@ -495,7 +506,7 @@ class Session:
             session_id=self.id, reason="turn", messages=turn_messages
         ))
         base = self.window()
-        tokens = host.tokens.count_all(base)
+        tokens = self.window_tokens
         guards = self._guards()
         decision, decided_by = self._decide(base, tokens, prompt_tokens, guards)
         outcome = TurnOutcome(
@@ -617,7 +628,7 @@ class Session:
         started = time.monotonic()
         deadline = started + settings.context_timeout_seconds
         base = self.window()
-        tokens_before = host.tokens.count_all(base)
+        tokens_before = self.window_tokens
         sid = self.id
 
         def report(status: ReportStatus, outcome: str, **kw: Any) -> CompressionReport:

@@ -1,0 +1,175 @@
+"""``hermes-host replay TRANSCRIPT.jsonl``: feed a recorded transcript through the host.
+
+Progress and one live line per compression go to stderr; the final table (or, with
+``--json``, exactly one JSON object) goes to stdout.  A transcript that cannot be replayed,
+a bad config, a missing engine or an unusable store is an error message and exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from hermes_host.config import HermesConfig
+from hermes_host.host import ContextHost
+from hermes_host.plugins import PluginError
+from hermes_host.replay import CompressionRecord, ReplayResult, replay_transcript, sparkline
+from hermes_host.store import StoreError
+from hermes_host.transcripts import TranscriptError, load_transcript
+
+from .config_cmd import config_option, fail, load_config_or_fail
+
+__all__ = ["replay", "with_context_length"]
+
+
+def with_context_length(config: HermesConfig, context_length: int | None) -> HermesConfig:
+    """``config`` with ``model.context_length`` replaced (``--context-length``)."""
+    if context_length is None:
+        return config
+    model = config.model.model_copy(update={"context_length": context_length})
+    return config.model_copy(update={"model": model})
+
+
+def _live_line(record: CompressionRecord) -> str:
+    saved = record.tokens_before - record.tokens_after
+    pct = f"{saved / record.tokens_before:.0%}" if record.tokens_before else "0%"
+    if record.status == "committed":
+        return (
+            f"🗜️  turn {record.turn} step {record.step}: {record.tokens_before:,} → "
+            f"{record.tokens_after:,} tokens (-{pct}, {record.outcome}, "
+            f"{record.llm_calls} LLM call(s)) → session {record.session_id}"
+        )
+    return f"·  turn {record.turn} step {record.step}: {record.status} ({record.outcome})" + (
+        f": {record.message}" if record.message else ""
+    )
+
+
+@click.command("replay")
+@click.argument("transcript", type=click.Path(path_type=Path, dir_okay=False))
+@config_option
+@click.option(
+    "--store",
+    "store_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="state.db to write (default: the configured store, $HERMES_HOST_HOME/state.db).",
+)
+@click.option(
+    "--context-length",
+    type=click.IntRange(min=256),
+    default=None,
+    help="Override model.context_length (tokens), e.g. a small window to force compressions.",
+)
+@click.option("--title", default=None, help="Title of the replayed session.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+def replay(
+    transcript: Path,
+    config_path: Path | None,
+    store_path: Path | None,
+    context_length: int | None,
+    title: str | None,
+    as_json: bool,
+) -> None:
+    """Replay a recorded OpenAI-format JSONL transcript through the host, as if live.
+
+    Each user message starts a turn; assistant and tool messages follow; a leading system
+    message becomes the session's system prompt.  Everything is persisted; the configured
+    engines compress when they decide to.  Token counts are counted by the host.
+    """
+    try:
+        parsed = load_transcript(transcript)
+    except TranscriptError as exc:
+        fail(f"error: {exc}")
+    config, _ = load_config_or_fail(config_path)
+    config = with_context_length(config, context_length)
+    try:
+        host = ContextHost.from_config(config, store=store_path)
+    except (PluginError, StoreError) as exc:
+        fail(f"error: {exc}")
+
+    err = Console(stderr=True)
+    try:
+        with Progress(
+            TextColumn("[bold]replay[/] {task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+            disable=not err.is_terminal,
+        ) as progress:
+            task = progress.add_task(transcript.name, total=len(parsed.messages))
+
+            def on_step(done: int, total: int) -> None:
+                progress.update(task, completed=done)
+
+            def on_compression(record: CompressionRecord) -> None:
+                progress.console.print(_live_line(record), markup=False, highlight=False)
+
+            result = replay_transcript(
+                host, parsed, title=title, on_step=on_step, on_compression=on_compression
+            )
+    except StoreError as exc:
+        fail(f"error: {exc}")
+    finally:
+        host.close()
+
+    if as_json:
+        sys.stdout.write(json.dumps(result.as_dict(), ensure_ascii=False) + "\n")
+        return
+    _print_summary(result)
+
+
+def _print_summary(result: ReplayResult) -> None:
+    out = Console()
+    table = Table(title=f"replay of {Path(result.transcript).name}", show_header=False)
+    table.add_column("", style="bold")
+    table.add_column("")
+    committed = result.committed
+    table.add_row(
+        "turns / steps / messages", f"{result.turns} / {result.steps} / {result.messages}"
+    )
+    table.add_row("context length", f"{result.context_length:,} tokens")
+    table.add_row(
+        "compressions",
+        f"{len(committed)} committed, {len(result.compressions) - len(committed)} other",
+    )
+    table.add_row("LLM calls", str(result.llm_calls))
+    table.add_row("final window", f"{result.final_window_tokens:,} tokens")
+    table.add_row(
+        "window tokens over time",
+        f"{sparkline(result.window_series)}  (max {max(result.window_series, default=0):,})",
+    )
+    status = "ok" if result.invariant_violations == 0 else "VIOLATED"
+    table.add_row(
+        "invariants",
+        f"{status}: {result.window_violations} window, {result.cache_violations} prompt-cache",
+    )
+    table.add_row(
+        "normalised",
+        ", ".join(f"{k} {v}" for k, v in result.normalised.items()),
+    )
+    table.add_row("session", f"{result.session_id} (lineage of {len(result.lineage)})")
+    table.add_row("store", result.store)
+    out.print(table)
+    if result.compressions:
+        detail = Table("turn", "step", "before", "after", "outcome", "status", "LLM calls")
+        for c in result.compressions:
+            detail.add_row(
+                str(c.turn),
+                str(c.step),
+                f"{c.tokens_before:,}",
+                f"{c.tokens_after:,}",
+                c.outcome,
+                c.status,
+                str(c.llm_calls),
+            )
+        out.print(detail)
+    for example in result.violation_examples:
+        out.print(f"[red]violation[/] {example}")
