@@ -117,7 +117,7 @@ def _validate_one(message: Any, index: int) -> None:
     if not isinstance(message, dict):
         raise MessageError(f"expected an object, got {type(message).__name__}", index)
     role = message.get("role")
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:  # an unhashable role must not raise
         raise MessageError(
             f"unknown role {role!r}; allowed: {', '.join(sorted(ROLES))}", index
         )
@@ -180,7 +180,9 @@ def check_invariants(messages: Sequence[Message], *, max_summaries: int = 1) -> 
             summaries += 1
         if role != "tool" and pending:
             for call_id, at in pending.items():
-                violations.append(Violation("orphan_call", at, f"tool call {call_id!r} has no result"))
+                violations.append(
+                    Violation("orphan_call", at, f"tool call {call_id!r} has no result")
+                )
             pending = {}
         if role == "system":
             if i != 0:
@@ -203,7 +205,9 @@ def check_invariants(messages: Sequence[Message], *, max_summaries: int = 1) -> 
         violations.append(Violation("orphan_call", at, f"tool call {call_id!r} has no result"))
     if summaries > max_summaries:
         violations.append(
-            Violation("summary_count", None, f"{summaries} summary blocks (at most {max_summaries})")
+            Violation(
+                "summary_count", None, f"{summaries} summary blocks (at most {max_summaries})"
+            )
         )
     return violations
 
@@ -211,7 +215,11 @@ def check_invariants(messages: Sequence[Message], *, max_summaries: int = 1) -> 
 def sanitize_for_wire(messages: Iterable[Message]) -> list[Message]:
     """A copy of ``messages`` with every top-level key starting with ``_`` removed (R-7.5)."""
     return [
-        {k: copy.deepcopy(v) for k, v in m.items() if not (isinstance(k, str) and k.startswith("_"))}
+        {
+            k: copy.deepcopy(v)
+            for k, v in m.items()
+            if not (isinstance(k, str) and k.startswith("_"))
+        }
         for m in messages
     ]
 
@@ -263,6 +271,8 @@ def _as_parts(content: Any) -> list[dict[str, Any]]:
 def _merge_content(a: Any, b: Any) -> Any:
     if (a is None or isinstance(a, str)) and (b is None or isinstance(b, str)):
         texts = [t for t in (a, b) if t]
+        if not texts:  # keep null content null: some gateways reject an empty text block
+            return a if a is not None else b
         return "\n\n".join(texts)
     return _as_parts(a) + _as_parts(b)
 
