@@ -42,6 +42,8 @@ _COMMANDS: list[tuple[str, str]] = [
     ("engines", "engines"),
     ("config_cmd", "config"),
     ("doctor", "doctor"),
+    ("replay", "replay"),
+    ("demo", "demo"),
 ]
 
 _register()
