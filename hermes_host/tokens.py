@@ -8,8 +8,9 @@ the side of compressing early).
 
 Per message the count is ``MESSAGE_OVERHEAD`` + content + tool-call names and arguments;
 image parts count ``IMAGE_TOKENS`` each whatever their bytes (raw media is never priced by
-its base64 length).  :class:`TokenCounter` caches counts by message content, so a session's
-running total costs O(new messages) per turn.
+its base64 length).  :class:`TokenCounter` caches counts by message content;
+:class:`RunningTotal` keeps a session's total up to date in O(new messages) per turn — no
+pass over the whole window, not even a cache lookup per old message.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ __all__ = [
     "ENCODING_NAME",
     "IMAGE_TOKENS",
     "MESSAGE_OVERHEAD",
+    "RunningTotal",
     "TokenCounter",
     "count_message",
     "count_messages",
@@ -140,3 +142,62 @@ _default_counter = TokenCounter()
 def count_messages(messages: Iterable[Message]) -> int:
     """Total tokens of ``messages`` using the process-wide cached counter."""
     return _default_counter.count_all(messages)
+
+
+class RunningTotal:
+    """A session window's token total, maintained incrementally.
+
+    Keeps one count per message so that appending a turn costs only that turn's messages,
+    however long the session (``count_messages`` over the window would hash every message
+    every turn).  After anything that rewrites the window (compression, ``/undo``) call
+    :meth:`reset` or :meth:`truncate`.
+    """
+
+    def __init__(
+        self, messages: Iterable[Message] = (), *, counter: TokenCounter | None = None
+    ) -> None:
+        self._counter = counter if counter is not None else _default_counter
+        self._counts: list[int] = []
+        self._total = 0
+        self.extend(messages)
+
+    @property
+    def total(self) -> int:
+        """Tokens of every message added so far."""
+        return self._total
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+    def count_at(self, index: int) -> int:
+        """The count of the message at ``index`` (negative indexes allowed)."""
+        return self._counts[index]
+
+    def append(self, message: Message) -> int:
+        """Add one message; returns its count."""
+        n = self._counter.count(message)
+        self._counts.append(n)
+        self._total += n
+        return n
+
+    def extend(self, messages: Iterable[Message]) -> int:
+        """Add several messages; returns their combined count."""
+        added = 0
+        for message in messages:
+            added += self.append(message)
+        return added
+
+    def truncate(self, length: int) -> None:
+        """Keep only the first ``length`` messages (``/undo``)."""
+        if length < 0:
+            raise ValueError(f"length must be >= 0, got {length}")
+        dropped = self._counts[length:]
+        del self._counts[length:]
+        self._total -= sum(dropped)
+
+    def reset(self, messages: Iterable[Message]) -> int:
+        """Replace the window (after a compression); returns the new total."""
+        self._counts.clear()
+        self._total = 0
+        self.extend(messages)
+        return self._total
