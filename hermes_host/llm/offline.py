@@ -1,0 +1,982 @@
+"""The offline extractive summariser: the eleven sections of R-7.2 without any LLM.
+
+It reads the *structure* of the middle — tool calls and their results, user requests,
+assistant decisions — rather than prose, so it is deterministic (same job → same text), fast
+(a 600 KB transcript in well under a second) and available with no key and no network.  It
+is what ``provider: auto`` uses without ``ANTHROPIC_API_KEY`` and what the compressor can fall
+back to.
+
+What goes where (R-7.2):
+
+* **Historical Task Snapshot** — the first real user request, verbatim (platform echoes,
+  ``<system-reminder>`` injections, skill bodies and earlier summaries are not requests); on
+  an update round the previous snapshot is kept.
+* **Goal** — the latest user request; for sessions with no user turn (cron / agent) the fixed
+  line :data:`CRON_GOAL` plus what the assistant set out to do.
+* **Constraints & Preferences** — user sentences that state a rule (``must``, ``don't``,
+  ``only``, ``never`` …), verbatim; nothing is invented.
+* **Completed Actions** — ``N. ACTION target — outcome [tool: name]`` per tool call, with
+  commands, paths, exit codes, errors and line counts; numbering continues the previous
+  summary's; with ``job.today`` each is a dated past-tense fact.
+* **Active State** — working directory, changed files, last test run, background processes.
+* **Blocked** — exact error lines whose command/target has not succeeded since.
+* **Key Decisions** — assistant sentences that decide something and say why.
+* **Resolved Questions** — user questions and the first sentence of the answer; unattended
+  sessions get :data:`NO_USER_QUESTIONS`.
+* **Relevant Files**, **Critical Context** (an identifier index, memory context, a note when
+  credentials were redacted), **Pruned Skills** (``[SKILL_PRUNED: …]`` markers verbatim).
+
+``job.budget_tokens`` is respected by dropping the lowest-priority items first (identifier
+index, then files, decisions, questions; the oldest actions are condensed into one line that
+keeps the numbering); items mentioning ``job.focus_topic`` are listed first and dropped last.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes_host.llm.base import SummaryJob
+from hermes_host.messages import LEGACY_SUMMARY_PREFIX, SUMMARY_PREFIX, is_summary, text_of
+from hermes_host.models import Message
+from hermes_host.redact import REDACTED, redact
+from hermes_host.tokens import count_text
+
+__all__ = [
+    "CRON_GOAL",
+    "NO_USER_QUESTIONS",
+    "SECTIONS",
+    "OfflineSummarizer",
+    "first_user_request",
+    "is_user_request",
+    "parse_sections",
+]
+
+SECTIONS = (
+    "Historical Task Snapshot",
+    "Goal",
+    "Constraints & Preferences",
+    "Completed Actions",
+    "Active State",
+    "Blocked",
+    "Key Decisions",
+    "Resolved Questions",
+    "Relevant Files",
+    "Critical Context",
+    "Pruned Skills",
+)
+
+CRON_GOAL = "[Historical cron/agent objective inferred only from assistant and tool activity]"
+NO_USER_QUESTIONS = "None. No user-authored questions exist."
+SYNTHETIC_USER_MARKER = "Continue from the compressed conversation context above."
+
+_NOT_REQUEST_PREFIXES = (
+    "<system-reminder>",
+    "<local-command-",
+    "<command-name>",
+    "Caveat: The messages below",
+    "Base directory for this skill:",
+    "This session is being continued from a previous conversation",
+    "[Request interrupted",
+    SYNTHETIC_USER_MARKER,
+)
+_PLATFORM_NAMES = frozenset({"aider_console"})
+
+_SKILL_RE = re.compile(r"\[SKILL_PRUNED:[^\]\n]*\]")
+_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+|\n+")
+_DECISION_RE = re.compile(
+    r"(?i)\b(?:decid\w*|because|instead|will use|i'll use|we'll use|going to use|chose|choose"
+    r"|opt(?:ed)? (?:for|to)|rather than|root cause|the fix is|the issue is|so that|approach)\b"
+)
+_CONSTRAINT_RE = re.compile(
+    r"(?i)\b(?:must(?:n't| not)?|do not|don't|never|always|only|without|should(?:n't| not)?"
+    r"|make sure|ensure|avoid|prefer|no more than|at most|at least|required?)\b"
+)
+_PATH_RE = re.compile(
+    r"(?<![\w/.:-])((?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]+\.[A-Za-z0-9]{1,8}"
+    r"|(?:[\w-]+/)*[\w-]+\.(?:py|pyi|js|jsx|ts|tsx|ex|exs|heex|eex|rb|go|rs|c|h|cc|cpp|hpp|java"
+    r"|kt|swift|md|rst|txt|json|jsonl|yaml|yml|toml|ini|cfg|conf|sh|bash|sql|html|css|scss"
+    r"|csv|lock|xml|pony|lua|php|pl|dockerfile|env|ipynb|proto|graphql|vue|svelte))(?![\w/])"
+)
+_URL_RE = re.compile(r"\bhttps?://[^\s\"'<>)\]`]+")
+_SNAKE_RE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
+_CAMEL_RE = re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b")
+_ERRCLASS_RE = re.compile(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Failure)\b")
+_HEX_RE = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
+_UNIT_RE = re.compile(
+    r"\b\d+(?:[.,]\d+)?\s?(?:ms|s|sec|seconds|minutes|min|h|hours|KB|MB|GB|TB|kB|B|bytes|tokens"
+    r"|lines|files|tests|%|px|rpm|req/s)\b"
+)
+_EXIT_RES = (
+    re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"),
+    re.compile(r"(?i)\bexit(?:ed)?(?: with)?(?: status| code)?[:= ]\s*(-?\d+)\b"),
+    re.compile(r"(?i)\breturn ?code[:= ]\s*(-?\d+)\b"),
+    re.compile(r"(?i)\[process exited with code (-?\d+)\]"),
+)
+_ERROR_LINE_RE = re.compile(
+    r"\s*(?:(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Failure)\b|(?:error|fatal|ERROR|FATAL)"
+    r"(?:\[\w+\])?:|Error:|FAILED\b|E {2,}\w|\*\* \(\w|panic:|Segmentation fault)"
+)
+_ERROR_SUBSTRINGS = ("command not found", "No such file or directory")
+_TEST_SUMMARY_RE = re.compile(
+    r"(?im)^.*(?:\b\d+ (?:passed|failed|tests?|failures?|errors?)\b|^OK(?: \(.*\))?$"
+    r"|^FAILED \(.*\)$|\btests? (?:passed|failed)\b).*$"
+)
+_TEST_CMD_RE = re.compile(r"(?i)\b(?:pytest|tox|nox|unittest|npm (?:run )?test|yarn test"
+                          r"|mix test|cargo test|go test|make test|rspec|jest|vitest|ctest)\b")
+_BACKGROUND_RE = re.compile(r"(?i)running in background with id:?\s*(\w+)")
+_HEDGE_RE = re.compile(r"(?i)^(?:let me|now let me|let's|i'll now|i will now)\b")
+_CURRENT_DIR_RE = re.compile(r"\(Current directory: ([^)\n]+)\)")
+_CD_RE = re.compile(r"(?:^|&&|;|\n)\s*cd\s+([^\s;&|]+)")
+
+_COMMAND_KEYS = ("command", "cmd", "script", "bash_command", "code", "input")
+_PATH_KEYS = ("file_path", "path", "filename", "file", "notebook_path", "target_file",
+              "absolute_path", "relative_path")
+_EDITOR_SUBCOMMANDS = {"view": "READ", "create": "CREATED", "str_replace": "EDITED",
+                       "insert": "EDITED", "undo_edit": "REVERTED", "write": "WROTE"}
+
+# caps: keep the extractive pass linear and the output readable
+_MAX_TARGET = 140
+_MAX_OUTCOME = 160
+_SCAN_HEAD = 3000
+_SCAN_TAIL = 3000
+
+
+def _sentences(text: str) -> list[str]:
+    """Sentences and lines of ``text`` (a period inside ``a.b`` does not end a sentence)."""
+    return [s.strip() for s in _SENTENCE_SPLIT_RE.split(text) if s and s.strip()]
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _scan_window(text: str) -> str:
+    """Head and tail of a huge text: errors and summaries live at the ends."""
+    if len(text) <= _SCAN_HEAD + _SCAN_TAIL:
+        return text
+    return text[:_SCAN_HEAD] + "\n" + text[-_SCAN_TAIL:]
+
+
+def _index_window(text: str) -> str:
+    """The part of a tool output worth indexing for identifiers (its two ends)."""
+    return text if len(text) <= 3000 else text[:2000] + "\n" + text[-1000:]
+
+
+def is_user_request(message: Message) -> bool:
+    """True for a message a human (or the task giver) wrote, not a platform injection."""
+    if message.get("role") != "user" or message.get("name") in _PLATFORM_NAMES:
+        return False
+    if is_summary(message):
+        return False
+    text = text_of(message).strip()
+    return bool(text) and not text.startswith(_NOT_REQUEST_PREFIXES)
+
+
+def first_user_request(messages: Iterable[Message]) -> str | None:
+    """The first real user request, verbatim (``None`` when the session has none)."""
+    for message in messages:
+        if is_user_request(message):
+            return text_of(message).strip()
+    return None
+
+
+def parse_sections(summary: str) -> dict[str, str]:
+    """Split a summary into ``{section name: body}`` by its ``## `` headings."""
+    text = summary.strip()
+    for prefix in (SUMMARY_PREFIX, LEGACY_SUMMARY_PREFIX):
+        if text.startswith(prefix):
+            text = text[len(prefix):].strip()
+    out: dict[str, str] = {}
+    current: str | None = None
+    lines: list[str] = []
+    for line in text.splitlines():
+        m = re.match(r"^#{1,3}\s+(.+?)\s*$", line)
+        if m and m.group(1).strip() in SECTIONS:
+            if current is not None:
+                out[current] = "\n".join(lines).strip()
+            current, lines = m.group(1).strip(), []
+        elif current is not None:
+            lines.append(line)
+    if current is not None:
+        out[current] = "\n".join(lines).strip()
+    return out
+
+
+def _bullets(body: str) -> list[str]:
+    items = []
+    for line in body.splitlines():
+        line = line.strip()
+        if not line or line.lower().startswith("none"):
+            continue
+        items.append(line[2:].strip() if line.startswith(("- ", "* ")) else line)
+    return items
+
+
+def _parse_args(raw: Any) -> dict[str, Any] | str:
+    if isinstance(raw, dict):
+        return raw
+    if not isinstance(raw, str):
+        return str(raw) if raw is not None else ""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return raw
+    return value if isinstance(value, dict) else raw
+
+
+def _exit_code(text: str) -> int | None:
+    for pattern in _EXIT_RES:
+        m = pattern.search(text)
+        if m:
+            try:
+                return int(m.group(1))
+            except ValueError:
+                continue
+    return None
+
+
+def _error_line(text: str) -> str | None:
+    """The most telling error line of a tool output (a traceback's last line wins)."""
+    window = _scan_window(text)
+    lines = []
+    for line in window.splitlines():
+        if _ERROR_LINE_RE.match(line) or any(s in line for s in _ERROR_SUBSTRINGS):
+            line = line.strip()
+            if line and not line.lower().startswith(("error: 0", "errors: 0")):
+                lines.append(line)
+    if not lines:
+        return None
+    if "Traceback (most recent call last)" in window:
+        return _clip(lines[-1], _MAX_OUTCOME)
+    return _clip(lines[0], _MAX_OUTCOME)
+
+
+@dataclass
+class _Action:
+    verb: str
+    target: str
+    tool: str
+    outcome: str
+    ok: bool
+    key: str
+    error: str | None = None
+    text: str = ""
+
+    def render(self, n: int, today: str | None) -> str:
+        line = f"{n}. {self.verb} {self.target} — {self.outcome} [tool: {self.tool}]"
+        return line + (f" (done before {today})" if today else "")
+
+
+@dataclass
+class _Facts:
+    """Everything extracted from the new messages."""
+
+    user_requests: list[str] = field(default_factory=list)
+    constraints: list[str] = field(default_factory=list)
+    questions: list[str] = field(default_factory=list)
+    actions: list[_Action] = field(default_factory=list)
+    decisions: list[str] = field(default_factory=list)
+    first_assistant: str | None = None
+    files: Counter[str] = field(default_factory=Counter)
+    changed: list[str] = field(default_factory=list)
+    cwd: str | None = None
+    last_test: str | None = None
+    background: list[str] = field(default_factory=list)
+    skills: list[str] = field(default_factory=list)
+    identifiers: Counter[str] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+    urls: Counter[str] = field(default_factory=Counter)
+    figures: Counter[str] = field(default_factory=Counter)
+    redacted: bool = False
+
+
+def _command_key(command: str) -> str:
+    """``cd repo && mix test --seed 0`` and ``mix test`` are the same step for Blocked."""
+    cmd = re.sub(r"^\s*(?:cd\s+\S+\s*(?:&&|;)\s*)+", "", command)
+    cmd = re.sub(r"^(?:[A-Z_][A-Z0-9_]*=\S+\s+)+", "", cmd)
+    return " ".join(cmd.split()[:2])
+
+
+def _describe_call(name: str, args: dict[str, Any] | str) -> tuple[str, str, str]:
+    """(VERB, target, key) for one tool call."""
+    lname = name.lower()
+    if isinstance(args, str):
+        target = f"`{_clip(args, _MAX_TARGET)}`" if args.strip() else "(no arguments)"
+        verb = "RAN" if any(w in lname for w in ("bash", "shell", "terminal", "exec")) else \
+            name.upper()
+        return verb, target, args.strip()[:200]
+    path = next((str(args[k]) for k in _PATH_KEYS if isinstance(args.get(k), str)), None)
+    command = next((str(args[k]) for k in _COMMAND_KEYS if isinstance(args.get(k), str)), None)
+    if command is not None and path is not None and command in _EDITOR_SUBCOMMANDS:
+        return _EDITOR_SUBCOMMANDS[command], f"`{path}`", path
+    if command is not None and not (path and "editor" in lname):
+        first = command.strip().splitlines()[0] if command.strip() else command
+        more = " …" if command.strip().count("\n") else ""
+        return "RAN", f"`{_clip(first, _MAX_TARGET)}`{more}", _command_key(first)
+    if path is not None:
+        if any(w in lname for w in ("read", "view", "cat", "open", "get")):
+            verb = "READ"
+        elif any(w in lname for w in ("write", "create", "save")):
+            verb = "WROTE"
+        elif any(w in lname for w in ("edit", "replace", "patch", "update", "apply")):
+            verb = "EDITED"
+        elif any(w in lname for w in ("delete", "remove")):
+            verb = "DELETED"
+        else:
+            verb = name.upper()
+        return verb, f"`{path}`", path
+    for key in ("url", "uri"):
+        if isinstance(args.get(key), str):
+            return "FETCHED" if "fetch" in lname else "OPENED", args[key], args[key]
+    for key in ("query", "pattern", "q", "search", "regex"):
+        if isinstance(args.get(key), str):
+            where = args.get("path") or args.get("glob") or ""
+            target = f"`{_clip(args[key], 80)}`" + (f" in `{where}`" if where else "")
+            return "SEARCHED", target, f"{key}:{args[key]}"
+    shown = ", ".join(
+        f"{k}={_clip(json.dumps(v, ensure_ascii=False, default=str), 40)}"
+        for k, v in list(args.items())[:4]
+    )
+    return name.upper(), f"({_clip(shown, _MAX_TARGET)})" if shown else "()", \
+        f"{name}:{shown}"
+
+
+def _describe_result(verb: str, result: str | None) -> tuple[str, bool, str | None]:
+    """(outcome text, ok, exact error line) from a tool result."""
+    if result is None:
+        return "no result recorded", False, None
+    text = result
+    stripped = text.strip()
+    n_lines = stripped.count("\n") + 1 if stripped else 0
+    code = _exit_code(text)
+    error = _error_line(text)
+    parts: list[str] = []
+    ok = True
+    if code is not None:
+        parts.append(f"exit {code}")
+        ok = code == 0
+    if code not in (None, 0) or (code is None and error and n_lines <= 60):
+        if error:
+            parts.append(f"error: {error}")
+        ok = False
+    elif code is None and error and n_lines > 60 and verb == "RAN":
+        parts.append(f"output mentions: {error}")
+    if verb in ("READ", "OPENED", "FETCHED"):
+        parts.append(f"{_plural(n_lines, 'line')} ({len(text):,} chars)")
+    elif not stripped:
+        parts.append("no output")
+    elif n_lines == 1 and len(stripped) <= 80 and not error:
+        parts.append(f"output `{stripped}`")
+    elif n_lines == 1:
+        parts.append(f"1-line output ({len(stripped):,} chars)")
+    else:
+        parts.append(f"{_plural(n_lines, 'line')} output")
+    return ", ".join(parts), ok, error
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
+class _Extractor:
+    def __init__(self, messages: list[Message]) -> None:
+        self.messages = messages
+        self.facts = _Facts()
+        self._results: dict[str, str] = {}
+        self._pending_answer = 0  # 1-based index of the question awaiting an answer
+        self._observations: set[int] = set()  # user messages that are tool observations
+
+    def run(self) -> _Facts:
+        for m in self.messages:
+            if m.get("role") == "tool" and isinstance(m.get("tool_call_id"), str):
+                self._results.setdefault(m["tool_call_id"], text_of(m))
+        msgs = self.messages
+        for i, m in enumerate(msgs):
+            if not isinstance(m, dict):
+                continue
+            role = m.get("role")
+            text = text_of(m)
+            if REDACTED in text:
+                self.facts.redacted = True
+            self.facts.skills.extend(_SKILL_RE.findall(text))
+            if role == "user":
+                if i in self._observations:
+                    self._index(_index_window(text), weight=1)
+                else:
+                    self._user(m, text)
+            elif role == "assistant":
+                nxt = msgs[i + 1] if i + 1 < len(msgs) else None
+                if self._assistant(m, text, nxt):
+                    self._observations.add(i + 1)
+            elif role == "tool":
+                self._index(_index_window(text), weight=1)
+        return self.facts
+
+    # -- per role ------------------------------------------------------------------------
+
+    def _user(self, m: Message, text: str) -> None:
+        if m.get("name") in _PLATFORM_NAMES:
+            self._aider_console(text)
+            return
+        if not is_user_request(m):
+            self._index(_scan_window(text), weight=1)
+            return
+        request = text.strip()
+        self.facts.user_requests.append(request)
+        self._index(_scan_window(request), weight=2)
+        asked = 0
+        for s in _sentences(request[:4000]):
+            if 8 <= len(s) <= 300 and _CONSTRAINT_RE.search(s):
+                self.facts.constraints.append(s)
+            if s.endswith("?") and 6 <= len(s) <= 300:
+                self.facts.questions.append(s)
+                asked += 1
+        self._pending_answer = len(self.facts.questions) if asked else 0
+
+    def _aider_console(self, text: str) -> None:
+        for line in text.splitlines():
+            line = line.strip()
+            m = re.match(r"Applied edit to (\S+)", line)
+            if m:
+                path = m.group(1)
+                self.facts.actions.append(_Action("EDITED", f"`{path}`", "aider", "edit applied",
+                                                  True, path))
+                self.facts.files[path] += 3
+                self._changed(path)
+                continue
+            m = re.match(r"Commit ([0-9a-f]{7,40}) (.+)", line)
+            if m:
+                self.facts.actions.append(_Action("COMMITTED", m.group(1), "aider",
+                                                  _clip(m.group(2), _MAX_OUTCOME), True,
+                                                  f"commit:{m.group(1)}"))
+                self.facts.identifiers[m.group(1)] += 2
+
+    def _assistant(self, m: Message, text: str, nxt: Message | None) -> bool:
+        """Returns True when ``nxt`` is the observation of a text-embedded command."""
+        stripped = text.strip()
+        if stripped:
+            window = stripped[:6000]
+            sentences = _sentences(window)
+            if self.facts.first_assistant is None and sentences:
+                self.facts.first_assistant = _clip(sentences[0], 240)
+            self._index(window, weight=2)
+            for s in sentences:
+                if 20 <= len(s) <= 320 and _DECISION_RE.search(s) and not (
+                    _HEDGE_RE.match(s) and not re.search(r"(?i)because|instead|rather", s)
+                ):
+                    self.facts.decisions.append(s)
+            # answer to the user's questions: first sentence of the next assistant text
+            if self.facts.questions and self._pending_answer:
+                q = self.facts.questions[self._pending_answer - 1]
+                answer = _clip(sentences[0], 200) if sentences else _clip(window, 200)
+                self.facts.questions[self._pending_answer - 1] = f"Q: {q} → A: {answer}"
+                self._pending_answer = 0
+        calls = m.get("tool_calls")
+        if isinstance(calls, list) and calls:
+            for call in calls:
+                self._tool_call(call)
+            return False
+        if stripped and nxt is not None and nxt.get("role") == "user" \
+                and nxt.get("name") not in _PLATFORM_NAMES:
+            return self._text_action(stripped, nxt)
+        return False
+
+    def _text_action(self, text: str, nxt: Message) -> bool:
+        """SWE-agent style: the command is the assistant's closing fenced block and the next
+        ``user`` message is the environment's observation (not a user request)."""
+        tail = text[-2000:]
+        m = re.search(r"```[a-zA-Z]*\n((?:(?!```).)*?)\n?```\s*$", tail, re.DOTALL)
+        if not m:
+            return False
+        command = m.group(1).strip()
+        if not command:
+            return False
+        verb, target, key = _describe_call("bash", {"command": command})
+        observation = text_of(nxt)
+        outcome, ok, error = _describe_result(verb, observation)
+        self._record(_Action(verb, target, "bash", outcome, ok, key, error))
+        cwd = _CURRENT_DIR_RE.findall(observation[-400:])
+        if cwd:
+            self.facts.cwd = cwd[-1].strip()
+        return True
+
+    def _tool_call(self, call: Any) -> None:
+        if not isinstance(call, dict):
+            return
+        fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+        name = str(fn.get("name") or call.get("name") or "tool")
+        args = _parse_args(fn.get("arguments", call.get("arguments", "")))
+        verb, target, key = _describe_call(name, args)
+        result = self._results.get(str(call.get("id")))
+        outcome, ok, error = _describe_result(verb, result)
+        self._record(_Action(verb, target, name, outcome, ok, key, error))
+        if isinstance(args, dict):
+            for k in _PATH_KEYS:
+                if isinstance(args.get(k), str):
+                    self.facts.files[args[k]] += 3
+                    if verb in ("EDITED", "WROTE", "CREATED", "DELETED"):
+                        self._changed(args[k])
+            for k in ("cwd", "workdir", "working_dir", "directory"):
+                if isinstance(args.get(k), str):
+                    self.facts.cwd = args[k]
+            command = next((str(args[k]) for k in _COMMAND_KEYS if isinstance(args.get(k), str)),
+                           "")
+            values = " ".join(str(v) for v in args.values() if isinstance(v, (str, int, float)))
+            self._index(values[:3000], weight=2)
+        else:
+            command = args
+            self._index(command[:3000], weight=2)
+        cds = _CD_RE.findall(command)
+        if cds:
+            self.facts.cwd = cds[-1]
+        if result is not None:
+            bg = _BACKGROUND_RE.search(result)
+            if bg:
+                self.facts.background.append(f"{bg.group(1)} (`{_clip(command, 80)}`)")
+            if _TEST_CMD_RE.search(command):
+                summary = [ln.strip() for ln in _TEST_SUMMARY_RE.findall(_scan_window(result))]
+                status = _clip(summary[-1], 160) if summary else outcome
+                self.facts.last_test = f"`{_clip(command.splitlines()[0], 100)}` — {status}"
+
+    def _record(self, action: _Action) -> None:
+        self.facts.actions.append(action)
+        if action.error:
+            self.facts.errors[action.error] += 1
+
+    def _changed(self, path: str) -> None:
+        if path not in self.facts.changed:
+            self.facts.changed.append(path)
+
+    def _index(self, text: str, *, weight: int) -> None:
+        if not text:
+            return
+        f = self.facts
+        for p in _PATH_RE.findall(text):
+            if len(p) <= 160 and not p.startswith(("http", "//")):
+                f.files[p] += weight
+        for u in _URL_RE.findall(text):
+            f.urls[u.rstrip(".,;:")] += 1
+        for e in _ERRCLASS_RE.findall(text):
+            f.identifiers[e] += weight
+        for s in _SNAKE_RE.findall(text):
+            if 5 <= len(s) <= 60:
+                f.identifiers[s] += weight
+        for c in _CAMEL_RE.findall(text):
+            if len(c) <= 60:
+                f.identifiers[c] += weight
+        for h in _HEX_RE.findall(text):
+            f.identifiers[h] += 1
+        for u in _UNIT_RE.findall(text):
+            f.figures[u] += 1
+
+
+# --------------------------------------------------------------------------------------------
+# assembly with a token budget
+
+
+@dataclass
+class _Item:
+    section: str
+    text: str
+    priority: int  # higher survives longer
+    order: int  # position within the section
+    focus: bool = False
+    cost: int = 0
+
+
+class OfflineSummarizer:
+    """Deterministic, extractive, no network (``name="offline"``, ``calls_llm=False``)."""
+
+    name = "offline"
+    calls_llm = False
+
+    def __init__(self, *, max_actions: int = 400, max_identifiers: int = 80) -> None:
+        self.max_actions = max_actions
+        self.max_identifiers = max_identifiers
+
+    def summarize(self, job: SummaryJob) -> str:
+        messages = [m for m in (job.messages or []) if isinstance(m, dict)]
+        facts = _Extractor(messages).run()
+        previous = parse_sections(job.previous_summary) if job.previous_summary else {}
+        today = job.today.isoformat() if job.today is not None else None
+        focus = _focus_matcher(job.focus_topic)
+        items: list[_Item] = []
+        fixed: dict[str, str] = {}
+
+        # Historical Task Snapshot + Goal -------------------------------------------------
+        prev_snapshot = previous.get("Historical Task Snapshot", "").strip()
+        prev_goal = previous.get("Goal", "").strip()
+        prev_unattended = CRON_GOAL in prev_goal or (
+            previous.get("Resolved Questions", "").strip() == NO_USER_QUESTIONS
+        )
+        snapshot_cap = max(400, int(job.budget_tokens * 4 * 0.30))
+        if prev_snapshot:
+            fixed["Historical Task Snapshot"] = prev_snapshot
+        elif facts.user_requests:
+            fixed["Historical Task Snapshot"] = _truncate_verbatim(facts.user_requests[0],
+                                                                   snapshot_cap)
+        else:
+            fixed["Historical Task Snapshot"] = (
+                "No user request in this span. "
+                + (f"The agent's first stated step: {facts.first_assistant}"
+                   if facts.first_assistant else "Only tool activity was recorded.")
+            )
+        unattended = not facts.user_requests and (not previous or prev_unattended)
+        if unattended:
+            goal = CRON_GOAL
+            objective = facts.first_assistant or _first_line(prev_goal.replace(CRON_GOAL, ""))
+            if objective:
+                goal += f"\nInferred objective: {objective}"
+            fixed["Goal"] = goal
+        elif facts.user_requests:
+            latest = facts.user_requests[-1]
+            goal = _truncate_verbatim(latest, 600)
+            if prev_goal and len(facts.user_requests) == 1 and not prev_snapshot:
+                goal = prev_goal
+            fixed["Goal"] = goal
+        else:
+            fixed["Goal"] = prev_goal or "Continue the task in the snapshot above."
+
+        # Constraints --------------------------------------------------------------------
+        constraints = _dedupe(_bullets(previous.get("Constraints & Preferences", ""))
+                              + facts.constraints)
+        for n, c in enumerate(constraints):
+            items.append(_Item("Constraints & Preferences", f"- {_clip(c, 300)}", 60, n,
+                               focus(c)))
+
+        # Completed Actions (numbering continues the previous summary's) --------------------
+        prev_actions: list[tuple[int, str]] = []
+        for line in previous.get("Completed Actions", "").splitlines():
+            m = re.match(r"^\s*(\d+)[.)]\s+(.*\S)", line)
+            if m:
+                prev_actions.append((int(m.group(1)), m.group(2)))
+            elif re.match(r"^\s*\d+\s*[–-]\s*\d+[.)]", line):  # a condensed range line
+                prev_actions.append((int(re.findall(r"\d+", line)[1]), line.strip()))
+        next_n = max((n for n, _ in prev_actions), default=0) + 1
+        action_lines: list[tuple[int, str, bool]] = []
+        for n, text in prev_actions:
+            rendered = text if re.match(r"^\s*\d+\s*[–-]", text) else f"{n}. {text}"
+            action_lines.append((n, rendered, focus(text)))
+        new_actions = facts.actions[-self.max_actions:]
+        skipped = len(facts.actions) - len(new_actions)
+        if skipped:
+            action_lines.append((next_n + skipped - 1,
+                                 f"{next_n}–{next_n + skipped - 1}. (earlier actions of this "
+                                 f"span condensed: {skipped} tool calls)", False))
+            next_n += skipped
+        for action in new_actions:
+            line = action.render(next_n, today)
+            action_lines.append((next_n, line, focus(line)))
+            next_n += 1
+        total_actions = len(action_lines)
+        for idx, (_n, line, is_focus) in enumerate(action_lines):
+            # recent actions matter more than old ones
+            prio = 40 + int(30 * (idx + 1) / max(1, total_actions))
+            items.append(_Item("Completed Actions", line, prio, idx, is_focus))
+
+        # Active State -------------------------------------------------------------------
+        state: list[str] = []
+        prev_state = _bullets(previous.get("Active State", ""))
+        if facts.cwd:
+            state.append(f"Working directory: `{facts.cwd}`")
+        else:
+            state += [s for s in prev_state if s.startswith("Working directory")]
+        changed = _dedupe(_prev_list(prev_state, "Changed files") + facts.changed)
+        if changed:
+            state.append("Changed files: " + ", ".join(f"`{p}`" for p in changed[-30:]))
+        if facts.last_test:
+            state.append(f"Last test run: {facts.last_test}")
+        else:
+            state += [s for s in prev_state if s.startswith("Last test run")]
+        if facts.background:
+            state.append("Background processes: " + "; ".join(_dedupe(facts.background)[-5:]))
+        if facts.actions:
+            last = facts.actions[-1]
+            state.append(f"Last action: {last.verb} {last.target} — {last.outcome}")
+        for n, s in enumerate(state):
+            items.append(_Item("Active State", f"- {s}", 85, n, focus(s)))
+
+        # Blocked: errors whose target has not succeeded since ----------------------------
+        latest_by_key: dict[str, _Action] = {}
+        for action in facts.actions:
+            latest_by_key[action.key] = action
+        blocked: list[str] = []
+        resolved_targets = {a.target for a in facts.actions if a.ok}
+        for line in _bullets(previous.get("Blocked", "")):
+            if not any(t in line for t in resolved_targets if len(t) > 4):
+                blocked.append(line)
+        for action in latest_by_key.values():
+            if not action.ok and action.error:
+                blocked.append(f"`{action.error}` — from {action.verb} {action.target} "
+                               f"[tool: {action.tool}]")
+        blocked = _dedupe(blocked)[-12:]
+        for n, b in enumerate(blocked):
+            items.append(_Item("Blocked", f"- {b}", 80, n, focus(b)))
+
+        # Key Decisions ------------------------------------------------------------------
+        decisions = _dedupe(_bullets(previous.get("Key Decisions", "")) + facts.decisions)
+        for n, d in enumerate(decisions[-40:]):
+            items.append(_Item("Key Decisions", f"- {_clip(d, 320)}", 50, n, focus(d)))
+
+        # Resolved Questions -------------------------------------------------------------
+        questions = _bullets(previous.get("Resolved Questions", ""))
+        questions = [q for q in questions if q != NO_USER_QUESTIONS]
+        questions += [q if q.startswith("Q: ") else f"Q: {q} → A: (no answer recorded)"
+                      for q in facts.questions]
+        questions = _dedupe(questions)
+        if unattended:
+            fixed["Resolved Questions"] = NO_USER_QUESTIONS
+        for n, q in enumerate(questions[-20:]):
+            items.append(_Item("Resolved Questions", f"- {_clip(q, 420)}", 45, n, focus(q)))
+
+        # Relevant Files -----------------------------------------------------------------
+        prev_files = [re.sub(r"^`([^`]+)`.*$", r"\1", f) for f in
+                      _bullets(previous.get("Relevant Files", ""))]
+        files = _rank_files(facts, prev_files)
+        for n, (path, note) in enumerate(files[:60]):
+            items.append(_Item("Relevant Files", f"- `{path}`{note}", 35 - min(n, 30) // 3, n,
+                               focus(path)))
+
+        # Critical Context ---------------------------------------------------------------
+        ctx: list[tuple[str, int]] = []
+        if job.memory_context and job.memory_context.strip():
+            mem = redact(job.memory_context.strip())
+            ctx.append((f"Memory context (source: memory providers): "
+                        f"{_clip(mem, 1200)}", 75))
+        if facts.redacted or any(REDACTED in s for s in previous.values()):
+            ctx.append(("Credentials were present in the conversation; their values are "
+                        f"{REDACTED} and must be re-read from the environment, not guessed.", 90))
+        for line in _bullets(previous.get("Critical Context", "")):
+            if not line.startswith(("Credentials were present", "Memory context")):
+                ctx.append((line, 30))
+        errors = [e for e, _ in facts.errors.most_common(8)]
+        if errors:
+            ctx.append(("Error messages seen: " + "; ".join(f"`{e}`" for e in errors), 55))
+        if facts.urls:
+            urls = sorted(facts.urls, key=lambda u: (-facts.urls[u], u))[:10]
+            ctx.append(("URLs: " + ", ".join(urls), 28))
+        idents = sorted(facts.identifiers, key=lambda s: (-facts.identifiers[s], s))
+        idents = idents[: self.max_identifiers]
+        if focus.active:
+            idents.sort(key=lambda s: not focus(s))
+        figures = sorted(facts.figures, key=lambda s: (-facts.figures[s], s))[:15]
+        chunk = 10
+        for start in range(0, len(idents), chunk):
+            part = idents[start:start + chunk]
+            ctx.append(("Identifiers: " + ", ".join(f"`{s}`" for s in part),
+                        26 - min(start // chunk, 20)))
+        if figures:
+            ctx.append(("Figures: " + ", ".join(figures), 22))
+        for n, (line, prio) in enumerate(_dedupe_pairs(ctx)):
+            items.append(_Item("Critical Context", f"- {line}", prio, n, focus(line)))
+
+        # Pruned Skills: verbatim, never trimmed -------------------------------------------
+        skills = _dedupe(_SKILL_RE.findall(previous.get("Pruned Skills", "")) + facts.skills)
+        fixed["Pruned Skills"] = "\n".join(skills) if skills else "None."
+
+        root = _project_root(facts.files)
+        if root:
+            prefix = root + "/"
+            for item in items:
+                if item.section in _SHORTENED:
+                    item.text = item.text.replace(prefix, "")
+            items.append(_Item("Active State", f"- Project root: `{root}` (relative paths in "
+                               "this summary are below it)", 90, -1))
+        return _assemble(fixed, items, job.budget_tokens, focus.active)
+
+
+# --------------------------------------------------------------------------------------------
+# small helpers
+
+
+class _FocusMatcher:
+    def __init__(self, topic: str | None) -> None:
+        words = [w.lower() for w in re.findall(r"[\w.-]{3,}", topic or "")]
+        self.active = bool(words)
+        self._re = re.compile("|".join(re.escape(w) for w in words), re.IGNORECASE) \
+            if words else None
+
+    def __call__(self, text: str) -> bool:
+        return bool(self._re and self._re.search(text))
+
+
+def _focus_matcher(topic: str | None) -> _FocusMatcher:
+    return _FocusMatcher(topic)
+
+
+def _truncate_verbatim(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit].rstrip() + f"\n[… {len(text) - limit:,} more characters of this request]"
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        line = line.strip()
+        if line.lower().startswith("inferred objective:"):
+            return line.split(":", 1)[1].strip()
+        if line:
+            return line
+    return ""
+
+
+def _dedupe(values: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    out: list[str] = []
+    for v in values:
+        key = " ".join(v.split()).lower()
+        if key and key not in seen:
+            seen.add(key)
+            out.append(v)
+    return out
+
+
+def _dedupe_pairs(values: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    seen: set[str] = set()
+    out = []
+    for text, prio in values:
+        if text not in seen:
+            seen.add(text)
+            out.append((text, prio))
+    return out
+
+
+def _prev_list(state: list[str], label: str) -> list[str]:
+    for s in state:
+        if s.startswith(label + ":"):
+            return re.findall(r"`([^`]+)`", s)
+    return []
+
+
+_SHORTENED = frozenset({"Completed Actions", "Active State", "Blocked", "Relevant Files",
+                        "Key Decisions"})
+
+
+def _project_root(files: Counter[str]) -> str | None:
+    """The deepest directory holding at least half of the absolute paths seen (≥ 3 paths)."""
+    absolute = [p for p in files if p.startswith("/")]
+    if len(absolute) < 3:
+        return None
+    counts: Counter[str] = Counter()
+    for path in absolute:
+        parts = path.split("/")[1:-1]
+        for depth in range(2, min(len(parts), 8) + 1):
+            counts["/" + "/".join(parts[:depth])] += 1
+    best = [d for d, n in counts.items() if n * 2 >= len(absolute)]
+    if not best:
+        return None
+    return max(best, key=lambda d: (d.count("/"), d))
+
+
+def _rank_files(facts: _Facts, previous: list[str]) -> list[tuple[str, str]]:
+    scores: Counter[str] = Counter()
+    for path, n in facts.files.items():
+        scores[path] += n
+    for path in previous:
+        scores[path] += 2
+    changed = set(facts.changed)
+    ranked = sorted(scores, key=lambda p: (-(scores[p] + (10 if p in changed else 0)), p))
+    return [(p, " (changed)" if p in changed else "") for p in ranked]
+
+
+_HEADER_COST = 6  # "## Heading\n" + blank line, roughly
+
+# Share of the budget left after the fixed sections; unused share flows to the others.
+_SHARES = {
+    "Constraints & Preferences": 0.06,
+    "Completed Actions": 0.36,
+    "Active State": 0.08,
+    "Blocked": 0.07,
+    "Key Decisions": 0.11,
+    "Resolved Questions": 0.05,
+    "Relevant Files": 0.09,
+    "Critical Context": 0.18,
+}
+
+
+def _allocate(needs: dict[str, int], available: int) -> dict[str, int]:
+    """Give each section its share; what a section does not need flows to the hungry ones."""
+    alloc = {s: 0 for s in needs}
+    hungry = {s for s, n in needs.items() if n > 0}
+    remaining = max(0, available)
+    while hungry and remaining > 0:
+        total_share = sum(_SHARES[s] for s in hungry)
+        given = 0
+        satisfied = set()
+        for s in sorted(hungry):
+            grant = int(remaining * _SHARES[s] / total_share)
+            room = needs[s] - alloc[s]
+            if grant >= room:
+                grant = room
+                satisfied.add(s)
+            alloc[s] += grant
+            given += grant
+        remaining -= given
+        hungry -= satisfied
+        if not satisfied:
+            break
+    return alloc
+
+
+def _select(items: list[_Item], budget: int) -> tuple[list[_Item], list[_Item]]:
+    """Keep the best items of one section within ``budget``: focus first, then priority."""
+    kept: list[_Item] = []
+    dropped: list[_Item] = []
+    spent = 0
+    contiguous = bool(items) and items[0].section == "Completed Actions"
+    for item in sorted(items, key=lambda i: (not i.focus, -i.priority, -i.order)):
+        if spent + item.cost <= budget and not (contiguous and dropped and not item.focus):
+            kept.append(item)
+            spent += item.cost
+        else:
+            dropped.append(item)
+    return kept, dropped
+
+
+def _assemble(fixed: dict[str, str], items: list[_Item], budget: int, focus: bool) -> str:
+    for item in items:
+        item.cost = count_text(item.text) + 1
+    fixed_cost = sum(count_text(v) + _HEADER_COST for v in fixed.values()) + \
+        _HEADER_COST * (len(SECTIONS) - len(fixed))
+    by_section: dict[str, list[_Item]] = {s: [] for s in SECTIONS}
+    for item in items:
+        by_section[item.section].append(item)
+    needs = {s: sum(i.cost for i in by_section[s]) for s in _SHARES}
+    if fixed_cost + sum(needs.values()) > budget:
+        reserve = 24  # room for the "condensed" line of Completed Actions
+        alloc = _allocate(needs, budget - fixed_cost - reserve)
+        for section in _SHARES:
+            kept, dropped = _select(by_section[section], alloc[section])
+            by_section[section] = kept
+            nums = sorted(int(m.group(1)) for i in dropped
+                          if section == "Completed Actions"
+                          and (m := re.match(r"^\s*(\d+)", i.text)))
+            if nums:
+                verbs = Counter(m.group(1) for i in dropped
+                                if (m := re.match(r"^\s*\d+\.\s+([A-Z_]+)\s", i.text)))
+                digest = ", ".join(f"{n} {v}" for v, n in verbs.most_common(6))
+                by_section[section].append(_Item(
+                    section, f"{nums[0]}–{nums[-1]}. ({len(nums)} earlier actions condensed to "
+                    f"fit the summary budget{': ' + digest if digest else ''})", 100, -1))
+    out: list[str] = []
+    for section in SECTIONS:
+        out.append(f"## {section}")
+        section_items = by_section[section]
+        if focus and section != "Completed Actions":  # numbering stays in order
+            section_items.sort(key=lambda i: (not i.focus, i.order))
+        else:
+            section_items.sort(key=lambda i: i.order)
+        if section in fixed:
+            out.append(fixed[section])
+        if section_items:
+            out.extend(i.text for i in section_items)
+        elif section not in fixed:
+            out.append("None.")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
