@@ -375,6 +375,7 @@ def load_engine(name: str, options: Mapping[str, Any] | None = None) -> object:
 
 
 def _fail(engine: object, hook: str, session: Session, problems: Sequence[Problem]) -> None:
+    __tracebackhide__ = True  # the report names the rule; the kit's frames are noise
     lines = [
         f"engine {type(engine).__name__} broke {len(problems)} host rule(s) in {hook} on "
         f"session {session.id!r} ({session.description}, {len(session.messages)} messages):"
@@ -424,6 +425,8 @@ class EngineConformance:
     def test_hook(self, hermes_engine: object, hermes_hook: str, hermes_session: Session) -> None:
         """Every host invariant after a fenced call of ``hermes_hook`` on ``hermes_session``."""
         import pytest
+
+        __tracebackhide__ = True
 
         if hermes_session.skip_reason:
             pytest.skip(hermes_session.skip_reason)

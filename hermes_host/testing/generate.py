@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_host.messages import (
@@ -49,7 +49,6 @@ class Session:
     description: str
     messages: list[Message]
     skip_reason: str | None = None
-    tags: frozenset[str] = field(default_factory=frozenset)
 
 
 # --- building blocks ----------------------------------------------------------------------

@@ -19,6 +19,7 @@ Subclass :class:`hermes_host.testing.EngineConformance` to get the suite in your
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,6 +48,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="seed for the generated sessions (default: a fixed seed)",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    folder = config.getoption("--hermes-transcripts", default=None)
+    if folder and not Path(folder).is_dir():
+        raise pytest.UsageError(f"--hermes-transcripts: {folder} is not a folder")
 
 
 def _sessions(config: pytest.Config) -> list[Any]:
