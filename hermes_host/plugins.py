@@ -483,7 +483,7 @@ def _unknown_engine(
         )
     else:
         why = f"unknown engine {name!r}"
-        close = difflib.get_close_matches(name, choices, n=1)
+        close = difflib.get_close_matches(name, choices, n=1, cutoff=0.75)
         if close:
             why += f" (did you mean {close[0]!r}?)"
     return UnknownEngineError(

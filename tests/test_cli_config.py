@@ -80,11 +80,11 @@ def test_validate_unknown_engine_lists_installed_choices_r0_3(
     fake: FakeInstall, tmp_path: Path
 ) -> None:
     standard_install(fake)
-    config = write_config(tmp_path, "context:\n  engine: alfa\n")
+    config = write_config(tmp_path, "context:\n  engine: alpah\n")
     code, _out, err = _validate("--config", str(config))
     assert code == 2
     assert err.strip() == (
-        f"{config}: context.engine: unknown engine 'alfa' (did you mean 'alpha'?); "
+        f"{config}: context.engine: unknown engine 'alpah' (did you mean 'alpha'?); "
         "installed engines: alpha, broken, loud"
     )
 

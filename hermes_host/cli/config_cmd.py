@@ -9,6 +9,7 @@ the host runs without it.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any, NoReturn
 
 import click
 import yaml
+from rich.console import Console
 
 from hermes_host.config import ConfigError, HermesConfig, find_config_path, load_config
 from hermes_host.plugins import LoadedPlugins, PluginError, load_plugins
@@ -23,6 +25,7 @@ from hermes_host.plugins import LoadedPlugins, PluginError, load_plugins
 __all__ = [
     "config",
     "config_option",
+    "console",
     "fail",
     "load_config_or_fail",
     "redact_urls",
@@ -45,6 +48,15 @@ def fail(message: str, code: int = 2) -> NoReturn:
     traceback for a user error."""
     click.echo(click.style(message, fg="red"), err=True)
     sys.exit(code)
+
+
+def console() -> Console:
+    """A rich console for tables.  Piped output (no terminal, no ``COLUMNS``) gets 160
+    columns instead of rich's 80, so names and hook lists stay whole in logs and files."""
+    out = Console()
+    if not out.is_terminal and "COLUMNS" not in os.environ:
+        out = Console(width=160)
+    return out
 
 
 def warn(message: str) -> None:

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Literal
 
 import click
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -26,6 +25,7 @@ from hermes_host.plugins import PluginError, discover, inspect_plugins, load_plu
 from hermes_host.tokens import encoding_info
 
 from .config_cmd import config_option, describe_selection, source_label
+from .config_cmd import console as make_console
 
 __all__ = ["Check", "doctor", "run_checks"]
 
@@ -158,7 +158,7 @@ def doctor(config_path: Path | None, as_json: bool) -> None:
             )
         )
     else:
-        console = Console()
+        console = make_console()
         table = Table("check", "status", "detail")
         for c in checks:
             table.add_row(c.name, Text(c.status, style=_STYLE[c.status]), Text(c.detail))

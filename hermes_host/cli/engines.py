@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from hermes_host.config import ConfigError, HermesConfig, find_config_path, load_config
-from hermes_host.plugins import PluginError, PluginInfo, inspect_plugins
+from hermes_host.plugins import LOAD_PLUGINS_ENV, PluginError, PluginInfo, inspect_plugins
 
 from .config_cmd import config_option, fail, source_label, warn
+from .config_cmd import console as make_console
 
 __all__ = ["engines"]
 
@@ -69,20 +69,23 @@ def list_engines(config_path: Path | None, as_json: bool, verbose: bool) -> None
 
 
 def _print_table(infos: list[PluginInfo], rows: list[dict[str, Any]]) -> None:
-    console = Console()
+    console = make_console()
     if not infos:
         console.print("No engines or memory providers are installed.")
         return
     table = Table("", "name", "kind", "distribution", "version", "hooks", "status")
     for column in table.columns:
-        column.overflow = "fold"  # a listing must show whole names, never "hermes-retri…"
+        # A listing shows whole names, never "hermes-retri…": short cells never wrap, long
+        # ones fold.
+        column.no_wrap = column.header in ("", "name", "version", "status")
+        column.overflow = "fold"
     for info, row in zip(infos, rows, strict=True):
-        hooks = "(not imported)" if info.hooks is None else ", ".join(info.hooks) or "none"
+        hooks = "(not imported)" if info.hooks is None else "\n".join(info.hooks) or "none"
         style = _STATUS_STYLE.get(info.status, "")
         table.add_row(
             "*" if row["selected"] else "",
             info.name,
-            info.kind,
+            "engine" if info.kind == "engine" else "memory",
             info.distribution or "-",
             info.version or "-",
             hooks,
@@ -96,10 +99,13 @@ def _print_table(infos: list[PluginInfo], rows: list[dict[str, Any]]) -> None:
 
 
 def _warn_missing(cfg: HermesConfig, infos: list[PluginInfo], path: Path | None) -> None:
-    installed = {(i.kind, i.name) for i in infos if i.status != "disabled"}
-    for name in cfg.context.engine_names():
-        if ("engine", name) not in installed:
-            warn(f"{source_label(path)}: engine {name!r} is selected but not installed")
-    for name in cfg.memory.providers:
-        if ("memory_provider", name) not in installed:
-            warn(f"{source_label(path)}: memory provider {name!r} is selected but not installed")
+    status = {(i.kind, i.name): i.status for i in infos}
+    wanted = [("engine", n) for n in cfg.context.engine_names()]
+    wanted += [("memory_provider", n) for n in cfg.memory.providers]
+    for kind, name in wanted:
+        word = "engine" if kind == "engine" else "memory provider"
+        if (kind, name) not in status:
+            warn(f"{source_label(path)}: {word} {name!r} is selected but not installed")
+        elif status[(kind, name)] == "disabled":
+            warn(f"{source_label(path)}: {word} {name!r} is selected but hidden by "
+                 f"{LOAD_PLUGINS_ENV}")
