@@ -256,7 +256,9 @@ def _import(kind: str, names: Sequence[str]) -> tuple[dict[str, Any], dict[str, 
     if not names:
         return {}, failures
 
-    def on_failure(_manager: Any, ep: importlib.metadata.EntryPoint, exc: Exception) -> None:
+    def on_failure(
+        _manager: ExtensionManager[Any], ep: importlib.metadata.EntryPoint, exc: BaseException
+    ) -> None:
         failures[ep.name] = exc
 
     manager: NamedExtensionManager[Any] = NamedExtensionManager(
@@ -309,14 +311,15 @@ def _instantiate(info: PluginInfo, plugin: Any, options: Mapping[str, Any]) -> o
     """An entry point names a class (R-14.2); a module or an object is registered as is."""
     if not inspect.isclass(plugin):
         return plugin
-    if _accepts_options(plugin):
-        return plugin(options=dict(options))
+    factory: Callable[..., object] = plugin
+    if _accepts_options(factory):
+        return factory(options=dict(options))
     if options:
         raise TypeError(
             f"engines.{info.name} has options ({', '.join(options)}) but "
             f"{plugin.__name__}() does not accept an options= argument"
         )
-    return plugin()
+    return factory()
 
 
 def _unknown_hooks(pm: pluggy.PluginManager, plugin: object) -> list[str]:
@@ -374,8 +377,12 @@ def load_plugins(
     """
     extra = dict(extra or {})
     infos = discover()
-    by_key = {(i.kind, i.name): i for i in infos if i.status != "disabled"}
-    disabled = {(i.kind, i.name): i for i in infos if i.status == "disabled"}
+    by_key: dict[tuple[str, str], PluginInfo] = {
+        (i.kind, i.name): i for i in infos if i.status != "disabled"
+    }
+    disabled: dict[tuple[str, str], PluginInfo] = {
+        (i.kind, i.name): i for i in infos if i.status == "disabled"
+    }
     engine_names = config.context.engine_names()
     provider_names = list(dict.fromkeys(config.memory.providers))
     both = set(engine_names) & set(provider_names)

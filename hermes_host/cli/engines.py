@@ -99,7 +99,7 @@ def _print_table(infos: list[PluginInfo], rows: list[dict[str, Any]]) -> None:
 
 
 def _warn_missing(cfg: HermesConfig, infos: list[PluginInfo], path: Path | None) -> None:
-    status = {(i.kind, i.name): i.status for i in infos}
+    status: dict[tuple[str, str], str] = {(i.kind, i.name): i.status for i in infos}
     wanted = [("engine", n) for n in cfg.context.engine_names()]
     wanted += [("memory_provider", n) for n in cfg.memory.providers]
     for kind, name in wanted:
