@@ -1,0 +1,196 @@
+"""What the fence costs per call: a fenced call vs a bare pluggy call of the same plugin.
+
+Run: ``python benchmarks/bench_fence.py``.  Prints one markdown section.  Every figure is
+measured in this run, bare and fenced calls interleaved so machine noise hits both alike.
+
+Rows:
+
+* bare pluggy call — the plugin called directly on the caller's thread (no isolation);
+* fenced call — ``HookRunner.call``: snapshot, daemon worker, bounded wait, validation, stamp;
+* thread round trip — the OS floor of *any* hand-off to a worker thread and back
+  (``SimpleQueue`` + ``Lock``, no fence code), so the fence's own share can be read off;
+* snapshot — the private deep copy of the request alone;
+* the same pair for ``select_context`` on a 200-message real window (snapshot and
+  invariant checks grow with the window).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pluggy
+
+from hermes_host import hookimpl, hookspecs
+from hermes_host.fence import HookRunner, _snapshot
+from hermes_host.messages import normalize_alternation, repair_tool_pairs
+from hermes_host.models import (
+    CompressDecision,
+    GuardState,
+    SelectRequest,
+    SelectResult,
+    ShouldCompressRequest,
+)
+
+TARGET_ADDED_US = 60.0
+ROUNDS = 20
+PER_ROUND = 400
+
+
+class Trivial:
+    @hookimpl
+    def should_compress(self, request: ShouldCompressRequest) -> CompressDecision:
+        return CompressDecision(compress=False, reason="below_threshold")
+
+    @hookimpl
+    def select_context(self, request: SelectRequest) -> SelectResult:
+        return SelectResult(messages=request.messages)
+
+
+def _transcripts() -> Path:
+    default = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "transcripts"
+    return Path(os.environ.get("HERMES_HOST_TRANSCRIPTS") or default)
+
+
+def _window(n: int) -> tuple[list[dict[str, Any]], str]:
+    path = _transcripts() / "claudecode-spotter-ae4a77f8.jsonl"
+    if path.is_file():
+        raw = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+        repaired, _ = repair_tool_pairs(raw)
+        messages, _ = normalize_alternation(repaired)
+        source = f"real transcript `{path.name}`"
+    else:
+        messages = []
+        for i in range(n):
+            messages.append({"role": "user", "content": f"question {i} " * 20})
+            messages.append({"role": "assistant", "content": f"answer {i} " * 40})
+        source = "generated text (transcripts folder not found)"
+    body = [m for m in messages if m["role"] != "system"][:n]
+    window, _ = repair_tool_pairs(body)  # the cut may split a tool group: close it
+    return [{"role": "system", "content": "You are a coding agent."}, *window], source
+
+
+def _measure(fn: Callable[[], object], n: int, out: list[float]) -> None:
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+
+
+def _stats(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered) * 1e6, ordered[int(len(ordered) * 0.99)] * 1e6
+
+
+def _round_trip_floor() -> Callable[[], None]:
+    inbox: queue.SimpleQueue[threading.Lock] = queue.SimpleQueue()
+
+    def worker() -> None:
+        while True:
+            inbox.get().release()
+
+    threading.Thread(target=worker, daemon=True).start()
+
+    def one() -> None:
+        done = threading.Lock()
+        done.acquire()
+        inbox.put(done)
+        done.acquire(timeout=5)
+
+    return one
+
+
+def main() -> None:
+    pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    pm.register(Trivial(), name="trivial")
+    runner = HookRunner(pm)
+    small = ShouldCompressRequest(
+        session_id="bench",
+        messages=[{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}],
+        current_tokens=10,
+        context_length=200_000,
+        guards=GuardState(now=0.0),
+    )
+    window, source = _window(200)
+    big = SelectRequest(
+        session_id="bench", messages=window, incoming_message=window[-1], budget_tokens=100_000
+    )
+    assert runner.call("trivial", "should_compress", small).adopted
+    assert runner.call("trivial", "select_context", big).adopted, "window must be valid"
+
+    floor = _round_trip_floor()
+    cases: dict[str, Callable[[], object]] = {
+        "bare": lambda: pm.hook.should_compress(request=small),
+        "fenced": lambda: runner.call("trivial", "should_compress", small),
+        "floor": floor,
+        "snapshot": lambda: _snapshot(small),
+    }
+    samples: dict[str, list[float]] = {k: [] for k in cases}
+    for _ in range(ROUNDS):  # interleaved
+        for name, fn in cases.items():
+            _measure(fn, PER_ROUND, samples[name])
+    big_cases: dict[str, Callable[[], object]] = {
+        "bare": lambda: pm.hook.select_context(request=big),
+        "fenced": lambda: runner.call("trivial", "select_context", big),
+    }
+    big_samples: dict[str, list[float]] = {k: [] for k in big_cases}
+    for _ in range(10):
+        for name, fn in big_cases.items():
+            _measure(fn, 30, big_samples[name])
+
+    bare, fenced = _stats(samples["bare"]), _stats(samples["fenced"])
+    floor_s, snap = _stats(samples["floor"]), _stats(samples["snapshot"])
+    big_bare, big_fenced = _stats(big_samples["bare"]), _stats(big_samples["fenced"])
+    added = fenced[0] - bare[0]
+    own = added - floor_s[0]
+    verdict = "met" if added <= TARGET_ADDED_US else "NOT met"
+
+    print("## fence\n")
+    print(
+        f"`should_compress` on a trivial plugin, {ROUNDS * PER_ROUND} calls each, interleaved; "
+        f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs.\n"
+    )
+    print("| call | median µs | p99 µs |")
+    print("|---|---:|---:|")
+    print(f"| bare pluggy call (caller's thread, no isolation) | {bare[0]:.1f} | {bare[1]:.1f} |")
+    print(f"| fenced `HookRunner.call` | {fenced[0]:.1f} | {fenced[1]:.1f} |")
+    print(
+        f"| thread round trip alone (SimpleQueue + Lock, no fence) | {floor_s[0]:.1f} "
+        f"| {floor_s[1]:.1f} |"
+    )
+    print(f"| request snapshot alone | {snap[0]:.1f} | {snap[1]:.1f} |")
+    print(
+        f"| bare `select_context`, {len(window)}-message window | {big_bare[0]:.1f} "
+        f"| {big_bare[1]:.1f} |"
+    )
+    print(
+        f"| fenced `select_context`, {len(window)}-message window | {big_fenced[0]:.1f} "
+        f"| {big_fenced[1]:.1f} |"
+    )
+    print()
+    print(
+        f"- Added by the fence (median, fenced − bare): **{added:.1f} µs** "
+        f"(target ≤ {TARGET_ADDED_US:.0f} µs: {verdict}); fenced/bare ratio "
+        f"**{fenced[0] / bare[0]:.1f}×**."
+    )
+    print(
+        f"- Of that, the OS thread round trip is {floor_s[0]:.1f} µs; the fence's own work "
+        f"(snapshot, validation, stamping, breaker) is about {own:.1f} µs."
+    )
+    print(
+        f"- 200-message window ({source}): the fence adds {big_fenced[0] - big_bare[0]:.0f} µs "
+        "(snapshot + invariant check grow with the window)."
+    )
+
+
+if __name__ == "__main__":
+    main()
