@@ -426,8 +426,6 @@ class EngineConformance:
         """Every host invariant after a fenced call of ``hermes_hook`` on ``hermes_session``."""
         import pytest
 
-        __tracebackhide__ = True
-
         if hermes_session.skip_reason:
             pytest.skip(hermes_session.skip_reason)
         if hermes_hook not in implemented_hooks(hermes_engine):

@@ -9,7 +9,8 @@ test asks for its fixtures.  It adds:
 
       pytest --pyargs hermes_host.testing.suite --hermes-engine NAME
 
-* ``--hermes-transcripts DIR`` — also run every hook on each ``*.jsonl`` transcript in DIR.
+* ``--hermes-transcripts DIR`` — also run every hook on each ``*.jsonl`` transcript in DIR
+  (default: ``$HERMES_HOST_TRANSCRIPTS`` when that names an existing folder).
 * ``--hermes-seed N`` — seed of the generated sessions (default fixed, so failures reproduce).
 * fixtures ``hermes_engine`` (override it to return your instance), ``hermes_session`` and
   ``hermes_hook`` (parametrised: every session × every lifecycle hook).
@@ -19,6 +20,7 @@ Subclass :class:`hermes_host.testing.EngineConformance` to get the suite in your
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,13 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--hermes-transcripts: {folder} is not a folder")
 
 
+def _env_transcripts() -> str | None:
+    """``$HERMES_HOST_TRANSCRIPTS`` (the project's convention) when it is a folder; a stale
+    value is ignored rather than failing every engine's test run."""
+    folder = os.environ.get("HERMES_HOST_TRANSCRIPTS")
+    return folder if folder and Path(folder).is_dir() else None
+
+
 def _sessions(config: pytest.Config) -> list[Any]:
     from hermes_host.testing.generate import DEFAULT_SEED, generated_sessions, transcript_sessions
 
@@ -64,7 +73,7 @@ def _sessions(config: pytest.Config) -> list[Any]:
         return list(cached)
     seed = config.getoption("--hermes-seed")
     sessions = generated_sessions(DEFAULT_SEED if seed is None else seed)
-    folder = config.getoption("--hermes-transcripts")
+    folder = config.getoption("--hermes-transcripts") or _env_transcripts()
     if folder:
         try:
             sessions += transcript_sessions(folder)
