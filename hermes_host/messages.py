@@ -188,12 +188,12 @@ def check_invariants(messages: Sequence[Message], *, max_summaries: int = 1) -> 
             if i != 0:
                 violations.append(Violation("alternation", i, "system message after the start"))
         elif role == "tool":
-            call_id = message.get("tool_call_id")
-            if call_id in pending:
-                del pending[call_id]
+            answered = message.get("tool_call_id")
+            if answered in pending:
+                del pending[answered]
             else:
                 violations.append(
-                    Violation("orphan_result", i, f"tool result {call_id!r} answers no open call")
+                    Violation("orphan_result", i, f"tool result {answered!r} answers no open call")
                 )
         elif role in ("user", "assistant") and previous_role == role:
             violations.append(Violation("alternation", i, f"two consecutive {role} messages"))
