@@ -31,6 +31,7 @@ and is linear in the text length (no nested quantifiers).
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -50,6 +51,10 @@ REDACTED = "[REDACTED]"
 """What a secret value is replaced by."""
 
 _Sub = Callable[[re.Match[str]], str]
+
+# A left word boundary that also holds right after a JSON escape such as ``\n`` — secrets in
+# JSON-encoded tool output start lines that are not real lines.
+_B = r"(?:\b|(?<=\\[nrt]))"
 
 # --------------------------------------------------------------------------------------------
 # helpers deciding whether a candidate value is a secret
@@ -159,7 +164,8 @@ _WORDISH = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345
 def _token_sub(needs_random: bool) -> _Sub:
     def sub(m: re.Match[str]) -> str:
         start = m.start()
-        if start and m.string[start - 1] in _WORDISH and not m.group(0).startswith("https"):
+        if (start and m.string[start - 1] in _WORDISH and not m.group(0).startswith("https")
+                and not (start > 1 and m.string[start - 2] == "\\")):  # JSON ``\n`` escape
             return m.group(0)  # inside a longer word: ``my-sk-...``, ``xghp_...``
         if needs_random and not _looks_random(m.group(0)):
             return m.group(0)
@@ -174,7 +180,7 @@ _AWS_SECRET_RE = re.compile(
 )
 
 _AUTH_HEADER_RE = re.compile(
-    r"(?i)\b((?:proxy-)?authorization\\?[\"']?\s*[:=]\s*\\?[\"']?)"
+    rf"(?i){_B}((?:proxy-)?authorization\\?[\"']?\s*[:=]\s*\\?[\"']?)"
     r"(?:(bearer|basic|token|digest|apikey|api-key|key|sso-key|otp)(\s+))?"
     r"([^\s\"'\\,;]+)"
 )
@@ -190,7 +196,7 @@ def _sub_auth_header(m: re.Match[str]) -> str:
 
 
 _KEY_HEADER_RE = re.compile(
-    r"(?i)\b((?:x-api-key|x-goog-api-key|x-auth-token|x-access-token|x-api-token|api-key"
+    rf"(?i){_B}((?:x-api-key|x-goog-api-key|x-auth-token|x-access-token|x-api-token|api-key"
     r"|private-token|x-vault-token)\\?[\"']?\s*:\s*\\?[\"']?)([^\s\"'\\,;]+)"
 )
 
@@ -203,7 +209,7 @@ def _sub_key_header(m: re.Match[str]) -> str:
 
 
 _URL_USERINFO_RE = re.compile(
-    r"\b([a-zA-Z][a-zA-Z0-9+.\-]{1,20}://)([^\s:/@\"'<>]*):([^\s@/\"'<>]+)@(?=[^\s@/\"'<>])"
+    rf"{_B}([a-zA-Z][a-zA-Z0-9+.\-]{{1,20}}://)([^\s:/@\"'<>]*):([^\s@/\"'<>]+)@(?=[^\s@/\"'<>])"
 )
 
 
@@ -215,7 +221,7 @@ def _sub_userinfo(m: re.Match[str]) -> str:
 
 
 _CURL_USER_RE = re.compile(
-    r"(\bcurl\b[^\n]*?\s(?:-u|--user)\s*[\"']?)([A-Za-z0-9_.@+\-]+):([^\s\"']+)"
+    rf"({_B}curl\b[^\n]*?\s(?:-u|--user)\s*[\"']?)([A-Za-z0-9_.@+\-]+):([^\s\"']+)"
     r"(?=[\"']?(?:\s|$))"
 )
 
@@ -227,7 +233,7 @@ def _sub_curl_user(m: re.Match[str]) -> str:
 
 
 _FLAG_RE = re.compile(
-    r"(?i)((?:^|\s)--(?:password|passwd|token|api-key|apikey|secret|access-token|auth-token"
+    r"(?i)((?:^|\s|\\[nrt])--(?:password|passwd|token|api-key|apikey|secret|access-token|auth-token"
     r"|client-secret)(?:=|\s+)[\"']?)([^\s\"']+)"
 )
 
@@ -251,7 +257,7 @@ _NAME = rf"[A-Za-z0-9_.\-]{{0,60}}?(?:{_STRONG_WORDS}|_key)"
 
 # NAME=value  (env / shell / ini / query strings / kwargs)
 _ASSIGN_EQ_RE = re.compile(
-    rf"(?i)(?<![A-Za-z0-9_.\-])(?P<lhs>(?:export\s+|set\s+)?(?P<name>{_NAME}))(?P<eq>\s*=\s*)"
+    rf"(?i)(?:(?<![A-Za-z0-9_.\-\\])|(?<=\\[nrt]))(?P<lhs>(?:export\s+|set\s+)?(?P<name>{_NAME}))(?P<eq>\s*=\s*)"
     r"(?:(?P<dq>\\?\")(?P<dv>(?:[^\"\\\n]|\\(?!\"))*)(?P<dqc>\\?\")"
     r"|'(?P<sv>[^'\n]*)'"
     r"|(?P<uv>[^\s\"'`,;&|<>)]+))"
@@ -406,6 +412,21 @@ def redact_value(value: Any) -> Any:
     return value
 
 
+def _redact_arguments(arguments: Any) -> Any:
+    """Tool-call arguments: a JSON string is redacted value by value (escapes hide the line
+    structure the patterns rely on) and re-encoded only when something changed."""
+    if not isinstance(arguments, str):
+        return redact_value(arguments)
+    try:
+        decoded = json.loads(arguments)
+    except ValueError:
+        return redact(arguments)
+    cleaned = redact_value(decoded)
+    if cleaned == decoded:
+        return redact(arguments)
+    return redact(json.dumps(cleaned, ensure_ascii=False))
+
+
 _TEXT_KEYS = ("content", "reasoning_content", "reasoning", "thinking")
 
 
@@ -452,6 +473,6 @@ def redact_messages(messages: Iterable[Message]) -> list[Message]:
             for call in calls:
                 fn = call.get("function") if isinstance(call, dict) else None
                 if isinstance(fn, dict) and "arguments" in fn:
-                    fn["arguments"] = redact_value(fn["arguments"])
+                    fn["arguments"] = _redact_arguments(fn["arguments"])
         result.append(m)
     return result

@@ -788,7 +788,8 @@ class OfflineSummarizer:
                     item.text = item.text.replace(prefix, "")
             items.append(_Item("Active State", f"- Project root: `{root}` (relative paths in "
                                "this summary are below it)", 90, -1))
-        return _assemble(fixed, items, job.budget_tokens, focus.active)
+        # Defence in depth: the job's messages should already be redacted.
+        return redact(_assemble(fixed, items, job.budget_tokens, focus.active))
 
 
 # --------------------------------------------------------------------------------------------

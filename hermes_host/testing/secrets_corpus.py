@@ -64,7 +64,8 @@ def _jwt(rng: random.Random) -> str:
         return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
     header = b64({"alg": rng.choice(["HS256", "RS256"]), "typ": "JWT"})
-    payload = b64({"sub": str(rng.randint(10**8, 10**9)), "iat": rng.randint(1.6e9, 1.8e9)})
+    issued = rng.randint(1_600_000_000, 1_800_000_000)
+    payload = b64({"sub": str(rng.randint(10**8, 10**9)), "iat": issued})
     return f"{header}.{payload}.{_rand(rng, _URLSAFE, 43)}"
 
 
@@ -232,7 +233,8 @@ def _assignment_cases(rng: random.Random) -> list[SecretCase]:
             "json": f'{{"AccessKeyId": "{key_id}", "SecretAccessKey": "{secret}"}}',
         }[context]
         cases.append(SecretCase(text, secret, "aws_secret", context))
-        cases.append(SecretCase(text, key_id, "aws_access_key_id", context))
+        if key_id in text:
+            cases.append(SecretCase(text, key_id, "aws_access_key_id", context))
     for flag in ("--password", "--token", "--api-key"):
         secret = _password(rng)
         cases.append(SecretCase(f"$ deploy-tool push {flag} {secret} --region eu", secret,
