@@ -526,6 +526,7 @@ class HookRunner:
         self._pool = _WorkerPool(self._hooks.max_leaked_workers)
         self._breakers: dict[str, _Breaker] = {}
         self._breaker_lock = threading.Lock()
+        self._pid = os.getpid()
 
     # -- public API ------------------------------------------------------------------------
 
@@ -646,6 +647,8 @@ class HookRunner:
     def _start(self, plugin: str, hook: str, request: BaseModel, timeout: float | None) -> _Started:
         if not isinstance(request, BaseModel):
             raise TypeError(f"request must be a pydantic model, not {type(request).__name__}")
+        if os.getpid() != self._pid:
+            self._after_fork()
         if timeout is None:
             timeout = self.timeout_for(hook)
         elif not timeout > 0:
@@ -723,7 +726,11 @@ class HookRunner:
             )
         if job.exc is not None:
             exc = job.exc
-            message = _redact(str(exc), started.request)
+            try:
+                text = str(exc)
+            except Exception:  # an exception whose __str__ raises
+                text = "<unprintable message>"
+            message = _redact(text, started.request)
             detail = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
             return self._stamp(
                 started,
@@ -789,6 +796,13 @@ class HookRunner:
             stream.flush()
         except (OSError, ValueError):  # a closed stderr must not break a call
             pass
+
+    def _after_fork(self) -> None:
+        """In a forked child the parent's worker threads do not exist and a lock may have
+        been copied while held: start with a fresh pool and lock (breaker counts are kept)."""
+        self._pid = os.getpid()
+        self._pool = _WorkerPool(self._hooks.max_leaked_workers)
+        self._breaker_lock = threading.Lock()
 
     def _breaker(self, plugin: str) -> _Breaker:
         b = self._breakers.get(plugin)

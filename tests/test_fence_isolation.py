@@ -315,3 +315,15 @@ def test_fenced_is_generic_and_frozen() -> None:
     assert f.adopted and f.error_type is None
     with pytest.raises(AttributeError):
         f.value = 2  # type: ignore[misc]
+
+
+def test_r10_2_an_exception_whose_str_raises_is_still_stamped() -> None:
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("no")
+
+    fenced = HookRunner(make_pm(u=Raiser(Unprintable()))).call(
+        "u", "should_compress", should_request()
+    )
+    assert fenced.provenance is Provenance.ERROR and fenced.error_type == "Unprintable"
+    assert "<unprintable message>" in fenced.error

@@ -190,3 +190,30 @@ def test_r0_4_trace_in_a_real_process_goes_to_stderr(tmp_path: Path) -> None:
     assert done.stdout == ""
     assert "plugin=yes hook=should_compress" in done.stderr
     assert "provenance=ok" in done.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_r0_4_a_forked_child_gets_fresh_workers() -> None:
+    """The parent's worker threads do not exist after fork; the child's calls still work."""
+    runner = HookRunner(make_pm(d=Decider()))
+    assert runner.call("d", "should_compress", should_request()).adopted  # warm parent pool
+    pid = os.fork()
+    if pid == 0:  # the child: never return into pytest
+        code = 1
+        try:
+            stamp = runner.call("d", "should_compress", should_request(), timeout=2)
+            code = 0 if stamp.adopted else 2
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.01)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung calling the fence")
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert runner.call("d", "should_compress", should_request()).adopted  # parent unaffected
