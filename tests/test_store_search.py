@@ -1,0 +1,171 @@
+"""``session_search`` over the porter and trigram FTS5 indexes (R-9.3, R-13.3)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from store_helpers import compressed_window, conversation, fts_integrity
+
+from hermes_host.store import Lease, StateStore, open_store
+
+HOSTILE = [
+    '"',
+    '""',
+    '"unterminated',
+    "*",
+    "fix*",
+    "NEAR(",
+    "NEAR(a b",
+    "NEAR(parser test, 2)",
+    "OR",
+    "parser OR",
+    "AND NOT",
+    "-parser",
+    "parser -test",
+    "(((",
+    "parser)",
+    "^parser",
+    "content:parser",
+    "{content tool_name}: x",
+    "a\x00b",
+    "\x00",
+    "lone \udc80 surrogate",
+    "\ud800",
+    "x" * 10_000,
+    "parser " * 2_000,
+    "",
+    "   ",
+    "🙂🙂🙂",
+    "'; DROP TABLE messages; --",
+]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> StateStore:
+    opened = open_store(tmp_path / "state.db")
+    yield opened
+    opened.close()
+
+
+@pytest.mark.parametrize("query", HOSTILE, ids=range(len(HOSTILE)))
+def test_hostile_queries_never_raise_R_13_3(store: StateStore, query: str) -> None:
+    session = store.create_session()
+    store.append_messages(session.id, conversation(3))
+    hits = store.session_search(query)
+    scoped = store.session_search(query, session_id=session.id, lineage=False)
+    assert isinstance(hits, list) and {h.session_id for h in scoped} <= {session.id}
+    if "parser" in query:  # the words still count, the syntax does not
+        assert hits and all("parser" in h.content for h in hits)
+    assert len(store.active_messages(session.id)) == 13  # nothing was dropped or injected
+
+
+def test_operators_are_literal_not_syntax_R_13_3(store: StateStore) -> None:
+    session = store.create_session()
+    store.append_messages(session.id, [
+        {"role": "user", "content": "how does NEAR work in sqlite"},
+        {"role": "assistant", "content": "cats and dogs"},
+    ])
+    near = store.session_search("NEAR")
+    assert [h.content for h in near] == ["how does NEAR work in sqlite"]
+    # "cats OR nothing": OR is a word, not an operator; fallback to any-term still finds cats
+    assert [h.content for h in store.session_search("cats OR zebra")] == ["cats and dogs"]
+
+
+def test_hit_has_bookends_goal_and_conclusion_R_13_3(store: StateStore) -> None:
+    session = store.create_session()
+    store.append_messages(session.id, [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "Goal: migrate the billing service"},
+        {"role": "assistant", "content": "I found the kafkaconsumer lag issue"},
+        {"role": "assistant", "content": "Conclusion: raised partitions to 12"},
+        {"role": "user", "content": "thanks"},
+    ])
+    (hit,) = store.session_search("kafkaconsumer")
+    assert [m.message["content"] for m in hit.before] == ["sys", "Goal: migrate the billing service"]
+    assert [m.message["content"] for m in hit.after][0] == "Conclusion: raised partitions to 12"
+    as_dict = hit.to_dict()
+    assert as_dict["before"][1]["content"].startswith("Goal") and as_dict["score"] == hit.score
+
+
+def test_archived_messages_are_found_R_8_2(store: StateStore) -> None:
+    session = store.create_session()
+    store.append_messages(session.id, conversation(3, tag="zanzibar"))
+    lease = store.acquire_lease(session.id)
+    assert isinstance(lease, Lease)
+    store.publish_compression(lease, session.id, compressed_window("after"), mode="in_place")
+    hits = store.session_search("zanzibar", session_id=session.id)
+    assert hits and all(not h.active for h in hits)
+    substring = store.session_search("nzibar")  # trigram: a substring, not a word
+    assert substring and all(not h.active for h in substring)
+
+
+def test_tool_rows_are_absent_from_trigram_index_R_9_3(store: StateStore,
+                                                       tmp_path: Path) -> None:
+    session = store.create_session()
+    store.append_messages(session.id, conversation(2))
+    conn = sqlite3.connect(tmp_path / "state.db")
+    tool_ids = {r[0] for r in conn.execute("SELECT id FROM messages WHERE role = 'tool'")}
+    assert tool_ids
+    tri = {r[0] for r in conn.execute(
+        "SELECT rowid FROM messages_fts_trigram WHERE messages_fts_trigram MATCH '\"toolonly\"'")}
+    porter = {r[0] for r in conn.execute(
+        "SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'toolonlyoutput0'")}
+    conn.close()
+    assert tri == set()
+    assert porter and porter <= tool_ids  # tool output is still searchable by word
+    assert [h.role for h in store.session_search("toolonlyoutput1")] == ["tool"]
+    fts_integrity(tmp_path / "state.db")
+
+
+def test_fts_triggers_follow_content_edits_not_flag_changes(store: StateStore,
+                                                            tmp_path: Path) -> None:
+    session = store.create_session()
+    store.append_messages(session.id, [{"role": "user", "content": "original wording"}])
+    conn = sqlite3.connect(tmp_path / "state.db")
+    conn.execute("UPDATE messages SET content = 'rewritten phrasing'")
+    conn.execute("UPDATE messages SET role = 'tool'")
+    conn.commit()
+    conn.close()
+    assert store.session_search("original") == []
+    assert [h.content for h in store.session_search("phrasing")] == ["rewritten phrasing"]
+    assert store.session_search("ritten phras") == []  # now a tool row: out of trigram
+    fts_integrity(tmp_path / "state.db")
+    conn = sqlite3.connect(tmp_path / "state.db")
+    conn.execute("DELETE FROM messages")
+    conn.commit()
+    conn.close()
+    assert store.session_search("phrasing") == []
+    fts_integrity(tmp_path / "state.db")
+
+
+def test_search_scope_session_and_lineage(store: StateStore) -> None:
+    root = store.create_session()
+    store.append_messages(root.id, [{"role": "user", "content": "ancestral quokka"}])
+    lease = store.acquire_lease(root.id)
+    assert isinstance(lease, Lease)
+    child = store.publish_compression(
+        lease, root.id, [{"role": "user", "content": "child quokka"}]).session_id
+    stranger = store.create_session()
+    store.append_messages(stranger.id, [{"role": "user", "content": "foreign quokka"}])
+    everywhere = {h.session_id for h in store.session_search("quokka")}
+    assert everywhere == {root.id, child, stranger.id}
+    lineage = {h.session_id for h in store.session_search("quokka", session_id=child)}
+    assert lineage == {root.id, child}
+    only = {h.session_id for h in store.session_search("quokka", child, lineage=False)}
+    assert only == {child}
+    assert len(store.session_search("quokka", limit=1)) == 1
+
+
+def test_porter_stemming_and_ranking(store: StateStore) -> None:
+    session = store.create_session()
+    store.append_messages(session.id, [
+        {"role": "user", "content": "the migration is running"},
+        {"role": "user", "content": "migrations migrations migrated"},
+        {"role": "user", "content": "unrelated"},
+    ])
+    hits = store.session_search("migrate")
+    assert {h.content for h in hits} == {"the migration is running",
+                                         "migrations migrations migrated"}
+    assert hits[0].score <= hits[1].score
