@@ -12,10 +12,13 @@ and the micro-compaction breaker, each behind a lock.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import threading
 from typing import Any
 
 from hermes_host import hookimpl
+from hermes_host.llm import summarizer_from_settings
 from hermes_host.llm.base import Summarizer
 from hermes_host.models import (
     CompressDecision,
@@ -38,6 +41,8 @@ from hermes_compressor.summary import extract_previous
 from hermes_compressor.trigger import decide, tail_budget, threshold_tokens
 
 __all__ = ["Compressor"]
+
+_ENV_KEYS = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
 
 
 class Compressor:
@@ -74,13 +79,13 @@ class Compressor:
             return self._counter.count(message)
 
     def _from_settings(self, settings: SummarizerSettings) -> Summarizer:
-        key = settings.model_dump_json()
+        # the environment decides provider "auto" and supplies the key: part of the cache key
+        env = "\0".join(os.environ.get(name, "") for name in _ENV_KEYS)
+        key = settings.model_dump_json() + hashlib.sha256(env.encode()).hexdigest()
         with self._cache_lock:
             cached = self._cache.get(key)
         if cached is not None:
             return cached
-        from hermes_host.llm import summarizer_from_settings  # type: ignore[attr-defined]
-
         built: Summarizer = summarizer_from_settings(settings)
         with self._cache_lock:
             self._cache.setdefault(key, built)
@@ -107,6 +112,18 @@ class Compressor:
             return self._from_settings(tuned)
 
         return Summarizers(primary=primary, micro=micro, fallback=self._offline)
+
+    def close(self) -> None:
+        """Release the network clients of cached summarisers (sockets are not left to GC)."""
+        with self._cache_lock:
+            cached = list(self._cache.values())
+            self._cache.clear()
+        for summarizer in cached:
+            closer = getattr(summarizer, "close", None)
+            if closer is None:  # AnthropicSummarizer keeps its SDK client privately
+                closer = getattr(getattr(summarizer, "_client", None), "close", None)
+            if callable(closer):
+                closer()
 
     # -- hooks -----------------------------------------------------------------------------
 
