@@ -402,7 +402,6 @@ def load_plugins(
             distribution=None,
             version=None,
             module=f"{type(instance).__module__}.{type(instance).__qualname__}",
-            hooks=implemented_hooks(instance),
             status="loaded",
         )
         extra_infos.append(info)
@@ -437,7 +436,6 @@ def load_plugins(
                 loaded.failures.append(info)
                 _trace(f"memory provider {info.describe()} failed: {info.error}")
                 continue
-            info.hooks = implemented_hooks(instance)
             _register(loaded, info, instance, fatal=kind == "engine")
 
     loaded.pm.check_pending()
@@ -450,14 +448,18 @@ def _register(loaded: LoadedPlugins, info: PluginInfo, instance: object, *, fata
     (bad hook signature, misspelled hook) is recorded as a failure when not ``fatal``."""
     pm = loaded.pm
     try:
+        info.hooks = implemented_hooks(instance)
         pm.register(instance, name=info.name)
         unknown = _unknown_hooks(pm, instance)
         if unknown:
             pm.unregister(instance)
             raise PluginError(_unknown_hook_message(info, unknown))
-    except (pluggy.PluginValidationError, ValueError, PluginError) as exc:
+    except Exception as exc:  # pluggy validation, a duplicate name, a raising attribute
         info.status = "failed"
-        info.error = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        text = str(exc) if isinstance(exc, pluggy.PluginValidationError | PluginError) else (
+            _error_text(exc)
+        )
+        info.error = "; ".join(line.strip() for line in text.splitlines() if line.strip())
         if fatal:
             raise EngineLoadError(
                 f"{_kind_word(info.kind)} {info.describe()} cannot be registered: {info.error}",

@@ -175,3 +175,27 @@ def test_show_invalid_config_exits_2(fake: FakeInstall, tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["config", "show", "--config", str(config)])
     assert result.exit_code == 2 and result.stdout == ""
     assert "session_reset.mode: 'weekly' is not allowed; allowed values:" in result.stderr
+
+
+def test_validate_unknown_hook_in_context_hooks_lists_the_lifecycle_hooks(
+    fake: FakeInstall, tmp_path: Path
+) -> None:
+    standard_install(fake)
+    config = write_config(tmp_path, "context:\n  hooks:\n    select_contex: [alpha]\n")
+    code, _out, err = _validate("--config", str(config))
+    assert code == 2
+    assert f"{config}: invalid configuration" in err
+    assert "context.hooks: Value error, unknown hook 'select_contex'; allowed: " \
+           "should_compress, compress, select_context, prune_tool_results_only" in err
+
+
+def test_validate_unknown_engine_in_a_select_context_chain_names_the_key(
+    fake: FakeInstall, tmp_path: Path
+) -> None:
+    standard_install(fake)
+    config = write_config(
+        tmp_path, "context:\n  engine: alpha\n  hooks:\n    select_context: [alpha, router]\n"
+    )
+    code, _out, err = _validate("--config", str(config))
+    assert code == 2
+    assert err.startswith(f"{config}: context.hooks.select_context: unknown engine 'router'")
