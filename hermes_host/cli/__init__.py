@@ -44,6 +44,7 @@ _COMMANDS: list[tuple[str, str]] = [
     ("doctor", "doctor"),
     ("replay", "replay"),
     ("demo", "demo"),
+    ("sessions", "sessions"),
 ]
 
 _register()

@@ -1,0 +1,388 @@
+"""``hermes-host sessions``: list, show, search, lineage, export and import stored sessions.
+
+Every command takes ``--store PATH`` (default: the configured store, ``store.url`` or
+``$HERMES_HOST_HOME/state.db``), ``--config PATH`` and ``--json``.  Humans get rich tables;
+scripts get JSON.  A store problem or bad input is a one-line error and exit code 2 (1 for
+"no such session"), never a traceback.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from hermes_host.messages import MessageError, text_of, validate_messages
+from hermes_host.models import Message
+from hermes_host.store import (
+    Session,
+    SessionNotFoundError,
+    StateStore,
+    StoreError,
+    open_store,
+)
+
+from .config_cmd import config_option, load_config_or_fail
+from .config_cmd import console as make_console
+from .config_cmd import fail as _fail
+
+__all__ = ["sessions"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _common(fn: F) -> F:
+    """``--store``, ``--config`` and ``--json`` on every subcommand."""
+    fn = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")(
+        fn
+    )
+    fn = config_option(fn)
+    return click.option(
+        "--store",
+        "store_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="state.db to use (default: the configured store, $HERMES_HOST_HOME/state.db).",
+    )(fn)
+
+
+def fail(exc: Exception | str) -> NoReturn:
+    code = 1 if isinstance(exc, SessionNotFoundError) else 2
+    _fail(f"error: {exc}", code)
+
+
+def _resolve_path(store_path: Path | None, config_path: Path | None) -> tuple[Path, float]:
+    config, _ = load_config_or_fail(config_path)
+    path = store_path if store_path is not None else config.store_path()
+    return path, config.store.lease_ttl_seconds
+
+
+def _open(store_path: Path | None, config_path: Path | None, *, create: bool) -> StateStore:
+    """Open the store; reading commands refuse to create one where none exists."""
+    path, ttl = _resolve_path(store_path, config_path)
+    if not create and not path.exists():
+        fail(f"{path}: no store here yet (it is created by the first session); "
+             "pass --store PATH to use another one")
+    try:
+        return open_store(path, lease_ttl=ttl)
+    except StoreError as exc:
+        fail(exc)
+
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return ""
+    return _dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+
+
+def _status(session: Session) -> str:
+    flags = []
+    if session.ended_at is not None:
+        flags.append(f"ended: {session.end_reason or '?'}")
+    if session.archived:
+        flags.append("archived")
+    if session.pinned:
+        flags.append("pinned")
+    return ", ".join(flags) or "open"
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _dumps_line(value: Any) -> str:
+    """One JSON line, readable UTF-8 when possible, escaped when the text holds lone
+    surrogates (which no UTF-8 stream can carry)."""
+    line = json.dumps(value, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(value, ensure_ascii=True)
+    return line
+
+
+@click.group("sessions")
+def sessions() -> None:
+    """Stored sessions: list, show, search, lineage, export, import."""
+
+
+@sessions.command("list")
+@_common
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1))
+@click.option("--all", "include_archived", is_flag=True, help="Include archived sessions.")
+@click.option("--source", default=None, help="Only sessions from this source (cli, telegram…).")
+@click.option("--user", "user_id", default=None, help="Only this user's sessions.")
+def list_cmd(
+    store_path: Path | None,
+    config_path: Path | None,
+    as_json: bool,
+    limit: int,
+    include_archived: bool,
+    source: str | None,
+    user_id: str | None,
+) -> None:
+    """Sessions, most recent activity first."""
+    path, _ = _resolve_path(store_path, config_path)
+    if not path.exists():
+        if as_json:
+            click.echo("[]")
+        else:
+            click.echo(f"No sessions yet ({path} does not exist).")
+        return
+    store = _open(store_path, config_path, create=False)
+    try:
+        found = store.list_sessions(
+            limit=limit, include_archived=include_archived, source=source, user_id=user_id
+        )
+    except StoreError as exc:
+        fail(exc)
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps([s.to_dict() for s in found], indent=2, ensure_ascii=False))
+        return
+    if not found:
+        click.echo("No sessions.")
+        return
+    table = Table("id", "title", "source", "model", "messages", "tokens in/out", "last activity",
+                  "status", title=f"Sessions in {path}")
+    for s in found:
+        table.add_row(
+            s.id, escape(s.title or ""), escape(s.source or ""), escape(s.model or ""),
+            f"{s.active_count}/{s.message_count}", f"{s.input_tokens:,}/{s.output_tokens:,}",
+            _when(s.last_activity_at), _status(s),
+        )
+    table.columns[0].no_wrap = True
+    make_console().print(table)
+
+
+@sessions.command("show")
+@_common
+@click.argument("session")
+def show_cmd(
+    store_path: Path | None, config_path: Path | None, as_json: bool, session: str
+) -> None:
+    """One session (by id, title or ``last``): its fields and a compact recap."""
+    store = _open(store_path, config_path, create=False)
+    try:
+        found = store.resume(session)
+        recap = store.recap(found.id)
+        window = store.active_messages(found.id) if as_json else []
+    except StoreError as exc:
+        fail(exc)
+    finally:
+        store.close()
+    if as_json:
+        payload = {"session": found.to_dict(), "recap": recap, "window": window}
+        click.echo(_dumps_line(payload))
+        return
+    table = Table("field", "value", show_header=False)
+    rows: list[tuple[str, str]] = [
+        ("id", found.id),
+        ("title", found.title or ""),
+        ("parent", found.parent_session_id or ""),
+        ("source / user", f"{found.source or '-'} / {found.user_id or '-'}"),
+        ("model", found.model or ""),
+        ("cwd", found.cwd or ""),
+        ("created", _when(found.created_at)),
+        ("last activity", _when(found.last_activity_at)),
+        ("status", _status(found)),
+        ("messages", f"{found.active_count} in the window, {found.message_count} stored"),
+        ("compressions", str(found.compression_count)),
+        ("tokens", f"in {found.input_tokens:,} · out {found.output_tokens:,} · cache read "
+                   f"{found.cache_read_tokens:,} · cache write {found.cache_write_tokens:,} · "
+                   f"reasoning {found.reasoning_tokens:,}"),
+        ("cost", f"${found.cost_usd:.4f}"),
+    ]
+    for key, value in rows:
+        table.add_row(key, escape(value))
+    console = make_console()
+    console.print(table)
+    console.print(escape(recap))
+
+
+@sessions.command("search")
+@_common
+@click.argument("query")
+@click.option("--session", "session_id", default=None, help="Search this session only…")
+@click.option("--no-lineage", is_flag=True, help="…without its earlier (rotated) sessions.")
+@click.option("--limit", default=10, show_default=True, type=click.IntRange(min=1, max=500))
+def search_cmd(
+    store_path: Path | None,
+    config_path: Path | None,
+    as_json: bool,
+    query: str,
+    session_id: str | None,
+    no_lineage: bool,
+    limit: int,
+) -> None:
+    """Full-text search of every stored message (archived ones too), with the messages
+    around each hit.  No LLM call."""
+    store = _open(store_path, config_path, create=False)
+    try:
+        hits = store.session_search(query, session_id, not no_lineage, limit)
+    except StoreError as exc:
+        fail(exc)
+    finally:
+        store.close()
+    if as_json:
+        click.echo(_dumps_line([h.to_dict() for h in hits]))
+        return
+    if not hits:
+        click.echo("No matches.")
+        return
+    console = make_console()
+    for hit in hits:
+        state = "" if hit.active else " [dim](archived)[/dim]"
+        console.print(
+            f"[bold]{hit.session_id}[/bold] #{hit.message_id} {hit.role}{state}"
+            f"  [dim]{_when(hit.timestamp)}[/dim]"
+        )
+        for m in hit.before:
+            console.print(f"  [dim]{m.role}: {escape(_one_line(text_of(m.message), 120))}[/dim]")
+        console.print(f"  [bold]{hit.role}: {escape(_one_line(hit.content, 200))}[/bold]")
+        for m in hit.after:
+            console.print(f"  [dim]{m.role}: {escape(_one_line(text_of(m.message), 120))}[/dim]")
+        console.print()
+
+
+@sessions.command("lineage")
+@_common
+@click.argument("session")
+def lineage_cmd(
+    store_path: Path | None, config_path: Path | None, as_json: bool, session: str
+) -> None:
+    """The chain of sessions (root first) that compression rotations made of SESSION."""
+    store = _open(store_path, config_path, create=False)
+    try:
+        chain = [store.get_session(sid) for sid in store.lineage(session)]
+    except StoreError as exc:
+        fail(exc)
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps([s.to_dict() for s in chain], indent=2, ensure_ascii=False))
+        return
+    table = Table("#", "id", "title", "created", "messages", "compressions", "status",
+                  title=f"Lineage of {session} (root first)")
+    for depth, s in enumerate(chain):
+        table.add_row(str(depth), s.id, escape(s.title or ""), _when(s.created_at),
+                      f"{s.active_count}/{s.message_count}", str(s.compression_count),
+                      _status(s))
+    table.columns[1].no_wrap = True
+    make_console().print(table)
+
+
+@sessions.command("export")
+@_common
+@click.argument("session")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write to this file instead of stdout.")
+@click.option("--active-only", is_flag=True,
+              help="Only the window (active rows), not archived history.")
+def export_cmd(
+    store_path: Path | None,
+    config_path: Path | None,
+    as_json: bool,
+    session: str,
+    output: Path | None,
+    active_only: bool,
+) -> None:
+    """Every stored message of SESSION as OpenAI-format JSONL, verbatim (``_`` metadata
+    included).  With ``--json``: one object with the session and its messages."""
+    store = _open(store_path, config_path, create=False)
+    try:
+        found = store.get_session(session)
+        rows = store.all_messages(found.id, include_inactive=not active_only)
+    except StoreError as exc:
+        fail(exc)
+    finally:
+        store.close()
+    messages = [r.message for r in rows]
+    if as_json:
+        text = _dumps_line({"session": found.to_dict(), "messages": messages}) + "\n"
+    else:
+        text = "".join(_dumps_line(m) + "\n" for m in messages)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        fail(f"{output}: cannot write the export: {exc.strerror or exc}")
+    click.echo(f"Exported {len(messages)} messages of {found.id} to {output}", err=True)
+
+
+def _read_jsonl(path: Path) -> tuple[list[Message], list[int]]:
+    """Messages and the line number of each; exits 2 naming the line on bad input."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        fail(f"{path}: cannot read: {exc.strerror or exc}")
+    messages: list[Message] = []
+    lines: list[int] = []
+    for number, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except UnicodeDecodeError:
+            fail(f"{path}:{number}: not UTF-8 text")
+        except json.JSONDecodeError as exc:
+            fail(f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno})")
+        messages.append(value)
+        lines.append(number)
+    if not messages:
+        fail(f"{path}: no messages found (expected one JSON object per line)")
+    return messages, lines
+
+
+@sessions.command("import")
+@_common
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--title", default=None, help="Title of the new session (must be unused).")
+@click.option("--source", default="import", show_default=True)
+@click.option("--model", default=None)
+@click.option("--cwd", default=None, help="Working directory to record for resume.")
+def import_cmd(
+    store_path: Path | None,
+    config_path: Path | None,
+    as_json: bool,
+    file: Path,
+    title: str | None,
+    source: str,
+    model: str | None,
+    cwd: str | None,
+) -> None:
+    """Store an OpenAI-format JSONL transcript as a new session, verbatim.  Each line is
+    validated first; an error names the line and nothing is stored."""
+    messages, lines = _read_jsonl(file)
+    try:
+        validate_messages(messages)
+    except MessageError as exc:
+        where = f":{lines[exc.index]}" if exc.index is not None else ""
+        fail(f"{file}{where}: {exc.reason}")
+    first = messages[0]
+    system_prompt = first["content"] if (
+        first.get("role") == "system" and isinstance(first.get("content"), str)) else None
+    store = _open(store_path, config_path, create=True)
+    try:
+        session = store.create_session(title=title, source=source, model=model, cwd=cwd,
+                                       system_prompt=system_prompt)
+        ids = store.append_messages(session.id, messages)
+    except StoreError as exc:
+        fail(exc)
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps({"session_id": session.id, "title": session.title,
+                               "messages": len(ids), "store": store.location}))
+    else:
+        click.echo(f"Imported {len(ids)} messages from {file} into session {session.id}")
