@@ -155,7 +155,7 @@ def reset_discovery_cache() -> None:
 
 def trace_enabled() -> bool:
     """Whether ``HERMES_HOST_TRACE_PLUGINS`` asks for the plugin trace."""
-    return os.environ.get(TRACE_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
+    return os.environ.get(TRACE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _allow_list() -> set[str] | None:
