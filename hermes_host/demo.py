@@ -27,7 +27,7 @@ from hermes_host.messages import SUMMARY_PREFIX, is_summary, text_of
 
 __all__ = ["DEMO_CONTEXT_LENGTH", "DemoResult", "demo_config", "run_demo"]
 
-DEMO_CONTEXT_LENGTH = 6_000
+DEMO_CONTEXT_LENGTH = 4_000
 """Small enough that the tour compresses several times."""
 
 SYSTEM_PROMPT = (
@@ -133,6 +133,13 @@ TOUR: list[Step] = [
          [("grep", {"pattern": r"HERMES_HOST_(HOME|CONFIG)", "path": "."})]),
     Step("Summarise what the memory provider does.",
          [("read_file", {"path": "memory/markdown.py", "start": 1, "limit": 60})]),
+    Step("How does the replay driver decide when a turn ends?",
+         [("read_file", {"path": "replay.py", "start": 1, "limit": 40}),
+          ("grep", {"pattern": r"end_turn|build_request", "path": "replay.py"})]),
+    Step("Where are turn-scoped injections attached?",
+         [("read_file", {"path": "injections.py", "start": 1, "limit": 40})]),
+    Step("Which Python was that again? Check once more before we finish.",
+         [("run", {"command": "python --version"})]),
 ]
 
 

@@ -35,10 +35,18 @@ STREAK_LIMIT = 2
 """Consecutive ineffective compressions / fallbacks after which automatic compression stops."""
 
 
-def blocked_reason(guards: GuardState) -> str | None:
-    """Why automatic compression is suppressed now, or ``None`` when it may run."""
+def blocked_reason(
+    guards: GuardState, tokens: int | None = None, context_length: int | None = None
+) -> str | None:
+    """Why automatic compression is suppressed now, or ``None`` when it may run.
+
+    Anti-thrash yields when the window has reached the context length: the next model call
+    would fail for certain, so one more attempt is worth it.  A cooldown never yields (the
+    summariser is known to be failing; the engine's fallback decides what to do)."""
     if guards.cooldown_until is not None and guards.cooldown_until > guards.now:
         return f"cooldown:{math.ceil(guards.cooldown_until - guards.now)}"
+    if tokens is not None and context_length is not None and tokens >= context_length:
+        return None
     if guards.ineffective_count >= STREAK_LIMIT:
         return "ineffective"
     if guards.fallback_streak >= STREAK_LIMIT:
@@ -77,7 +85,7 @@ def host_decision(
     """The host's own rule, used when no engine answers ``should_compress`` or the engine
     failed (the hook's fail policy): guards first, then the threshold (R-4.1)."""
     threshold = threshold_tokens(settings, context_length, model)
-    blocked = blocked_reason(guards)
+    blocked = blocked_reason(guards, tokens, context_length)
     if blocked is not None:
         return CompressDecision(compress=False, reason=blocked, threshold_tokens=threshold)
     if tokens < threshold:

@@ -553,6 +553,10 @@ class Session:
         model = host.config.model
         settings = host.config.compression
         chain = host.chain("should_compress")
+        if tokens >= model.context_length:
+            # Overflow: the next call would fail for certain, so anti-thrash yields for one
+            # more attempt (the cooldown does not; see guards.blocked_reason).
+            guards = guards.model_copy(update={"ineffective_count": 0, "fallback_streak": 0})
         if chain:
             request = ShouldCompressRequest(
                 session_id=self.id,
@@ -569,7 +573,7 @@ class Session:
             value, stamps = host.runner.first_result("should_compress", chain, request)
             if isinstance(value, CompressDecision):
                 engine = next(s.plugin for s in stamps if s.adopted)
-                blocked = guard_rules.blocked_reason(guards)
+                blocked = guard_rules.blocked_reason(guards, tokens, model.context_length)
                 if value.compress and blocked is not None:
                     # The durable guards bind every engine: never thrash or ignore a
                     # cooldown because an engine forgot to look.

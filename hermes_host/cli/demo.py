@@ -79,4 +79,3 @@ def demo(store_path: Path | None, context_length: int) -> None:
             shown += f"\n… ({len(lines) - _SUMMARY_LINES} more lines)"
         out.print(Panel(shown, title="newest summary", expand=False), markup=False)
     out.print(f"store: {result.store}")
-    out.print(f"try:   hermes-host sessions lineage {result.session_id} --store {result.store}")

@@ -1,0 +1,153 @@
+"""``hermes-host replay`` over every real transcript, and its errors (R-14.5, R-14.6)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from hermes_host.cli import cli
+from hermes_host.messages import check_invariants
+from hermes_host.store import open_store
+from tests.host_helpers import TRANSCRIPTS, transcript_files
+
+CONTEXT_LENGTH = 16_000
+
+needs_transcripts = pytest.mark.skipif(
+    not transcript_files(),
+    reason=f"no transcripts at {TRANSCRIPTS} (set HERMES_HOST_TRANSCRIPTS)",
+)
+
+
+def _config(tmp_path: Path) -> Path:
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        "summarizer:\n  provider: offline\nmemory:\n  providers: []\n", encoding="utf-8"
+    )
+    return path
+
+
+def _input_messages(path: Path) -> tuple[str | None, list[dict[str, Any]]]:
+    messages = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    if messages and messages[0]["role"] == "system":
+        return messages[0]["content"], messages[1:]
+    return None, messages
+
+
+def _recovered(store_path: str, result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every message the replay added, read back from the store across the lineage: the
+    root's rows, then each child's rows after the compressed window published into it."""
+    published = {
+        c["session_id"]: c["published_messages"]
+        for c in result["compressions"]
+        if c["status"] == "committed"
+    }
+    store = open_store(store_path)
+    try:
+        lineage = store.lineage(result["session_id"])
+        assert lineage == result["lineage"]
+        out: list[dict[str, Any]] = []
+        for sid in lineage:
+            rows = store.all_messages(sid)
+            out.extend(row.message for row in rows[published.get(sid, 0) :])
+        return out
+    finally:
+        store.close()
+
+
+@needs_transcripts
+@pytest.mark.parametrize("transcript", transcript_files(), ids=lambda p: p.stem)
+def test_replay_every_transcript_R_14_6(tmp_path: Path, transcript: Path) -> None:
+    store = tmp_path / "state.db"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "replay", str(transcript), "--json", "--store", str(store),
+            "--context-length", str(CONTEXT_LENGTH), "--config", str(_config(tmp_path)),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    for key in (
+        "session_id", "turns", "compressions", "invariant_violations", "final_window_tokens",
+        "store", "final_request", "normalised", "select_decisions",
+    ):
+        assert key in data
+    assert data["invariant_violations"] == 0, data["invariant_details"]
+    assert check_invariants(data["final_request"]) == []
+    assert not any(k.startswith("_") for m in data["final_request"] for k in m)
+    system, messages = _input_messages(transcript)
+    # every stored message is recoverable, verbatim (R-1.2)
+    assert _recovered(data["store"], data) == messages
+    # the window never exceeds the context length after a committed compression
+    for compression in data["compressions"]:
+        assert set(compression) >= {"turn", "tokens_before", "tokens_after", "outcome", "llm_calls"}
+        if compression["status"] == "committed":
+            assert compression["tokens_after"] <= CONTEXT_LENGTH
+            assert compression["tokens_after"] < compression["tokens_before"]
+    if system is not None:
+        assert data["final_request"][0] == {"role": "system", "content": system}
+    users = sum(1 for m in messages if m["role"] == "user")
+    assert data["turns"] == users + (0 if messages[0]["role"] == "user" else 1)
+
+
+@needs_transcripts
+def test_replay_subprocess_prints_one_json_object(tmp_path: Path) -> None:
+    files = transcript_files()
+    transcript = next((p for p in files if p.name.startswith("taubench")), files[0])
+    store = tmp_path / "state.db"
+    env = {**os.environ, "HERMES_HOST_HOME": str(tmp_path / "home")}
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "hermes-host"), "replay", str(transcript), "--json",
+            "--store", str(store), "--context-length", "4000", "--config", str(_config(tmp_path)),
+        ],
+        capture_output=True, text=True, timeout=120, env=env, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)  # exactly one JSON document on stdout
+    assert data["store"] == str(store)
+    assert [c for c in data["compressions"] if c["status"] == "committed"]
+    assert data["session_id"] != data["first_session_id"]
+    assert data["invariant_violations"] == 0
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ('{"role": "user", "content": "hi"}\n{not json\n', ":2: not a JSON object"),
+        ('{"role": "user", "content": "hi"}\n{"role": "robot", "content": "x"}\n', ":2: unknown role"),
+        (
+            '{"role": "user", "content": "hi"}\n'
+            '{"role": "tool", "tool_call_id": "c9", "content": "out"}\n',
+            ":2: tool result 'c9' answers a call that never appears",
+        ),
+        ("", "empty transcript"),
+        ("\n\n", "empty transcript"),
+        ('["a list"]\n', ":1: expected a JSON object"),
+    ],
+    ids=["not-json", "unknown-role", "orphan-result", "empty", "blank", "not-object"],
+)
+def test_replay_malformed_input_exits_2_naming_the_line(
+    tmp_path: Path, content: str, expected: str
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(content, encoding="utf-8")
+    result = CliRunner().invoke(
+        cli, ["replay", str(bad), "--json", "--store", str(tmp_path / "s.db")]
+    )
+    assert result.exit_code == 2
+    assert str(bad) in result.output and expected in result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "s.db").exists()  # nothing was written for a rejected file
+
+
+def test_replay_missing_file_exits_2(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["replay", str(tmp_path / "nope.jsonl")])
+    assert result.exit_code == 2 and "file not found" in result.output
