@@ -122,7 +122,10 @@ def test_replay_subprocess_prints_one_json_object(tmp_path: Path) -> None:
     ("content", "expected"),
     [
         ('{"role": "user", "content": "hi"}\n{not json\n', ":2: not a JSON object"),
-        ('{"role": "user", "content": "hi"}\n{"role": "robot", "content": "x"}\n', ":2: unknown role"),
+        (
+            '{"role": "user", "content": "hi"}\n{"role": "robot", "content": "x"}\n',
+            ":2: unknown role",
+        ),
         (
             '{"role": "user", "content": "hi"}\n'
             '{"role": "tool", "tool_call_id": "c9", "content": "out"}\n',
