@@ -97,6 +97,19 @@ def _one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def _describe(message: Message, limit: int) -> str:
+    """One line for a bookend: its text, or the tools it called."""
+    text = _one_line(text_of(message), limit)
+    if text:
+        return text
+    names = [
+        str((call.get("function") or {}).get("name", "?"))
+        for call in message.get("tool_calls") or []
+        if isinstance(call, dict)
+    ]
+    return f"[calls {', '.join(names)}]" if names else "(empty)"
+
+
 def _dumps_line(value: Any) -> str:
     """One JSON line, readable UTF-8 when possible, escaped when the text holds lone
     surrogates (which no UTF-8 stream can carry)."""
@@ -246,10 +259,10 @@ def search_cmd(
             f"  [dim]{_when(hit.timestamp)}[/dim]"
         )
         for m in hit.before:
-            console.print(f"  [dim]{m.role}: {escape(_one_line(text_of(m.message), 120))}[/dim]")
+            console.print(f"  [dim]{m.role}: {escape(_describe(m.message, 120))}[/dim]")
         console.print(f"  [bold]{hit.role}: {escape(_one_line(hit.content, 200))}[/bold]")
         for m in hit.after:
-            console.print(f"  [dim]{m.role}: {escape(_one_line(text_of(m.message), 120))}[/dim]")
+            console.print(f"  [dim]{m.role}: {escape(_describe(m.message, 120))}[/dim]")
         console.print()
 
 
@@ -259,10 +272,11 @@ def search_cmd(
 def lineage_cmd(
     store_path: Path | None, config_path: Path | None, as_json: bool, session: str
 ) -> None:
-    """The chain of sessions (root first) that compression rotations made of SESSION."""
+    """The chain of sessions (root first) that compression rotations made of SESSION
+    (an id, a title — whose newest session is used — or ``last``)."""
     store = _open(store_path, config_path, create=False)
     try:
-        chain = [store.get_session(sid) for sid in store.lineage(session)]
+        chain = [store.get_session(sid) for sid in store.lineage(store.resume(session).id)]
     except StoreError as exc:
         fail(exc)
     finally:
@@ -299,7 +313,7 @@ def export_cmd(
     included).  With ``--json``: one object with the session and its messages."""
     store = _open(store_path, config_path, create=False)
     try:
-        found = store.get_session(session)
+        found = store.resume(session)
         rows = store.all_messages(found.id, include_inactive=not active_only)
     except StoreError as exc:
         fail(exc)

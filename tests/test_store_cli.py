@@ -1,0 +1,202 @@
+"""``hermes-host sessions …`` against real store files and real transcripts (R-14.5)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from store_helpers import compressed_window, conversation, transcripts_dir
+
+from hermes_host.cli import cli
+from hermes_host.store import Lease, open_store
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> Result:
+    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+@pytest.fixture
+def populated(tmp_path: Path) -> tuple[Path, str, str]:
+    """A store with a rotated session "demo" → "demo #2" and an archived in-place history."""
+    db = tmp_path / "state.db"
+    store = open_store(db)
+    root = store.create_session(title="demo", model="claude-x", cwd="/srv/demo")
+    store.append_messages(root.id, conversation(3, tag="gazelle"))
+    lease = store.acquire_lease(root.id)
+    assert isinstance(lease, Lease)
+    child = store.publish_compression(lease, root.id, compressed_window("child")).session_id
+    store.close()
+    return db, root.id, child
+
+
+def test_list_json_and_table(populated: tuple[Path, str, str]) -> None:
+    db, root, child = populated
+    result = run("sessions", "list", "--store", str(db), "--json")
+    assert result.exit_code == 0, result.output
+    listed = json.loads(result.output)
+    assert {s["id"] for s in listed} == {root, child}
+    assert next(s for s in listed if s["id"] == child)["parent_session_id"] == root
+    table = run("sessions", "list", "--store", str(db))
+    assert table.exit_code == 0 and "demo #2" in table.output
+    assert "ended: compression" in table.output
+
+
+def test_list_uses_configured_store(populated: tuple[Path, str, str], tmp_path: Path) -> None:
+    db, root, _ = populated
+    config = tmp_path / "config.yaml"
+    config.write_text(f"store:\n  url: sqlite:///{db}\n")
+    result = run("sessions", "list", "--config", str(config), "--json")
+    assert result.exit_code == 0, result.output
+    assert root in {s["id"] for s in json.loads(result.output)}
+
+
+def test_list_without_a_store_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "state.db"
+    result = run("sessions", "list", "--store", str(missing), "--json")
+    assert result.exit_code == 0 and json.loads(result.output) == []
+    assert not missing.exists()
+    shown = run("sessions", "show", "x", "--store", str(missing))
+    assert shown.exit_code == 2 and "no store here yet" in shown.output
+    assert not missing.exists()
+
+
+def test_show_by_title_resolves_newest_and_recaps_R_8_3(populated: tuple[Path, str, str]) -> None:
+    db, _, child = populated
+    result = run("sessions", "show", "demo", "--store", str(db), "--json")
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    assert payload["session"]["id"] == child and payload["session"]["cwd"] == "/srv/demo"
+    assert payload["window"] == compressed_window("child")
+    assert "Working directory: /srv/demo" in payload["recap"]
+    human = run("sessions", "show", child, "--store", str(db))
+    assert human.exit_code == 0 and "tail question 2 child" in human.output
+
+
+def test_search_finds_parent_history_with_bookends_R_13_3(populated: tuple[Path, str, str]
+                                                          ) -> None:
+    db, root, child = populated
+    result = run("sessions", "search", "gazelle", "--store", str(db), "--session", child,
+                 "--json")
+    assert result.exit_code == 0, result.output
+    hits = json.loads(result.output)
+    assert hits and {h["session_id"] for h in hits} == {root}
+    assert any("gazelle" in h["content"] for h in hits)  # others match via tool_calls ids
+    assert any(h["before"] or h["after"] for h in hits)
+    only_child = run("sessions", "search", "gazelle", "--store", str(db), "--session", child,
+                     "--no-lineage", "--json")
+    assert json.loads(only_child.output) == []
+    hostile = run("sessions", "search", 'NEAR( "gaz* OR', "--store", str(db))
+    assert hostile.exit_code == 0
+
+
+def test_lineage_root_first(populated: tuple[Path, str, str]) -> None:
+    db, root, child = populated
+    result = run("sessions", "lineage", child, "--store", str(db), "--json")
+    assert result.exit_code == 0, result.output
+    assert [s["id"] for s in json.loads(result.output)] == [root, child]
+    table = run("sessions", "lineage", child, "--store", str(db))
+    assert table.exit_code == 0 and root in table.output
+
+
+def test_unknown_session_exit_1_with_message(populated: tuple[Path, str, str]) -> None:
+    db, _, _ = populated
+    for command in ("show", "lineage", "export"):
+        result = run("sessions", command, "nope", "--store", str(db))
+        assert result.exit_code == 1, (command, result.output)
+        assert "no session with id or title 'nope'" in result.output
+        assert "Traceback" not in result.output
+
+
+def test_export_import_round_trip_is_verbatim(tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    store = open_store(db)
+    session = store.create_session()
+    original = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "[CONTEXT COMPACTION] s", "_compressed_summary": True},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "t", "arguments": "{}"}}]},
+        {"role": "tool", "content": "ünïcode 🙂", "tool_call_id": "c1", "name": "t"},
+        {"content": "order kept", "role": "assistant", "_meta": {"k": [1, None]}},
+    ]
+    store.append_messages(session.id, original)
+    store.close()
+    out = tmp_path / "export.jsonl"
+    result = run("sessions", "export", session.id, "--store", str(db), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line) for line in lines] == original
+    assert list(json.loads(lines[-1])) == ["content", "role", "_meta"]
+    stdout = run("sessions", "export", session.id, "--store", str(db))
+    assert stdout.output.splitlines() == lines
+    imported = run("sessions", "import", str(out), "--store", str(db), "--json",
+                   "--title", "copy")
+    assert imported.exit_code == 0, imported.output
+    new_id = json.loads(imported.output)["session_id"]
+    store = open_store(db)
+    assert store.active_messages(new_id) == original
+    assert store.get_session(new_id).system_prompt == "sys"
+    store.close()
+
+
+def test_export_json_wraps_session_and_messages(populated: tuple[Path, str, str]) -> None:
+    db, root, _ = populated
+    result = run("sessions", "export", root, "--store", str(db), "--json")
+    payload = json.loads(result.output)
+    assert payload["session"]["id"] == root and len(payload["messages"]) == 13
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ('{"role":"user","content":"hi"}\n\n{"role":"bogus"}\n', ":3: unknown role 'bogus'"),
+        ('{"role":"user","content":"hi"}\n{oops\n', ":2: not valid JSON"),
+        ('{"role":"tool","content":"x"}\n', ":1: a tool message needs a string 'tool_call_id'"),
+        ("[1, 2]\n", ":1: expected an object"),
+        ("\n\n", "no messages found"),
+    ],
+)
+def test_import_errors_name_the_line_and_store_nothing(tmp_path: Path, content: str,
+                                                       expected: str) -> None:
+    db = tmp_path / "state.db"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(content)
+    result = run("sessions", "import", str(bad), "--store", str(db))
+    assert result.exit_code == 2
+    assert expected in result.output and "Traceback" not in result.output
+    assert not db.exists()  # validation happens before the store is even opened
+
+
+def test_import_title_conflict_is_clear(populated: tuple[Path, str, str], tmp_path: Path
+                                        ) -> None:
+    db, _, _ = populated
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"role":"user","content":"hi"}\n')
+    result = run("sessions", "import", str(good), "--store", str(db), "--title", "demo")
+    assert result.exit_code == 2 and "already used" in result.output
+
+
+def test_real_transcripts_import_and_export_verbatim(tmp_path: Path) -> None:
+    folder = transcripts_dir()
+    files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+    if not files:
+        pytest.skip(f"no transcripts in {folder} (set HERMES_HOST_TRANSCRIPTS)")
+    db = tmp_path / "state.db"
+    imported = 0
+    for path in files[:6]:
+        result = run("sessions", "import", str(path), "--store", str(db), "--json")
+        if result.exit_code != 0:  # a messy transcript must fail cleanly, naming a line
+            assert f"{path}:" in result.output and "Traceback" not in result.output
+            continue
+        session_id = json.loads(result.output)["session_id"]
+        exported = run("sessions", "export", session_id, "--store", str(db))
+        original = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+                    if line.strip()]
+        assert [json.loads(line) for line in exported.output.splitlines()] == original
+        imported += 1
+    assert imported >= 3
+    store = open_store(db)
+    assert store.session_search("the", limit=3)
+    store.close()
