@@ -19,6 +19,7 @@ from hermes_host.models import (
     GuardState,
     Message,
     PreCompressRequest,
+    PruneRequest,
     SelectRequest,
     SelectResult,
     SessionEvent,
@@ -253,7 +254,7 @@ class Mutator:
 
 
 class Returns:
-    """Returns a fixed value from every lifecycle hook and from on_pre_compress."""
+    """Returns a fixed value from every hook it implements (lifecycle and memory)."""
 
     def __init__(self, value: Any) -> None:
         self.value = value
@@ -264,6 +265,10 @@ class Returns:
 
     @hookimpl
     def select_context(self, request: SelectRequest) -> Any:
+        return self.value
+
+    @hookimpl
+    def prune_tool_results_only(self, request: PruneRequest) -> Any:
         return self.value
 
     @hookimpl

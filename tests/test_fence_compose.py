@@ -75,7 +75,7 @@ def test_r0_4_first_result_with_no_answer_returns_none_and_every_stamp(gate: Gat
 # --- chain (select_context) -----------------------------------------------------------------
 
 
-def test_r14_8_chain_feeds_each_adopted_result_to_the_next_link_in_order() -> None:
+def test_r14_8_select_context_chain_feeds_each_adopted_result_to_the_next_link() -> None:
     a, b, c = Tagger("a"), Tagger("b"), Tagger("c")
     request = select_request()
     before = request.model_dump()
@@ -90,7 +90,7 @@ def test_r14_8_chain_feeds_each_adopted_result_to_the_next_link_in_order() -> No
     assert request.model_dump() == before  # the caller's window is untouched
 
 
-def test_r10_2_chain_fails_open_past_a_failed_or_empty_link(gate: Gate) -> None:
+def test_r10_2_select_context_chain_fails_open_past_a_failed_or_empty_link(gate: Gate) -> None:
     a, c = Tagger("a"), Tagger("c")
     invalid = Returns({"messages": [{"role": "user", "content": "x"}] * 2})
     runner = HookRunner(

@@ -327,3 +327,32 @@ def test_r10_2_an_exception_whose_str_raises_is_still_stamped() -> None:
     )
     assert fenced.provenance is Provenance.ERROR and fenced.error_type == "Unprintable"
     assert "<unprintable message>" in fenced.error
+
+
+def test_r11_1_prune_tool_results_only_answers_are_validated_like_any_window() -> None:
+    """PruneResult: the right type, a valid window, the system prompt intact, pruned >= 0."""
+    from hermes_host.models import PruneRequest, PruneResult
+
+    request = PruneRequest(
+        session_id="s-1", messages=window(), current_tokens=900, context_length=1000
+    )
+    pruned = window()
+    pruned[3]["content"] = "[ls] listed 2 files"
+    runner = HookRunner(
+        make_pm(
+            good=Returns(PruneResult(messages=pruned, pruned=1)),
+            headless=Returns(PruneResult(messages=window()[1:], pruned=1)),
+            negative=Returns({"messages": pruned, "pruned": -1}),
+            wrong=Returns(CompressDecision(compress=True)),
+        )
+    )
+
+    def prune(plugin: str) -> Fenced[PruneResult]:
+        return runner.call(plugin, "prune_tool_results_only", request)
+
+    assert prune("good").provenance is Provenance.OK
+    assert prune("good").value.messages[3]["content"] == "[ls] listed 2 files"
+    assert "system prompt (message 0) was removed" in prune("headless").error
+    assert "pruned: Input should be greater than or equal to 0" in prune("negative").error
+    assert "returned CompressDecision, expected PruneResult" in prune("wrong").error
+    assert request.messages == window()
