@@ -16,6 +16,7 @@ from hermes_host import hookimpl, hookspecs
 from hermes_host.messages import SUMMARY_METADATA_KEY, SUMMARY_PREFIX
 from hermes_host.models import (
     CompressDecision,
+    CompressRequest,
     GuardState,
     Message,
     PreCompressRequest,
@@ -265,6 +266,10 @@ class Returns:
 
     @hookimpl
     def select_context(self, request: SelectRequest) -> Any:
+        return self.value
+
+    @hookimpl
+    def compress(self, request: CompressRequest) -> Any:
         return self.value
 
     @hookimpl

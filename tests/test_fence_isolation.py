@@ -356,3 +356,34 @@ def test_r11_1_prune_tool_results_only_answers_are_validated_like_any_window() -
     assert "pruned: Input should be greater than or equal to 0" in prune("negative").error
     assert "returned CompressDecision, expected PruneResult" in prune("wrong").error
     assert request.messages == window()
+
+
+def test_r6_6_compress_answers_hold_one_summary_and_keep_the_system_prompt() -> None:
+    from hermes_host.models import CompressRequest, CompressResult, GuardState
+
+    request = CompressRequest(
+        session_id="s-1",
+        messages=window(),
+        current_tokens=900,
+        context_length=1000,
+        guards=GuardState(now=0.0),
+    )
+    compressed = [dict(SYSTEM), summary(), {"role": "assistant", "content": "Two files."}]
+    compressed.append({"role": "user", "content": "next"})
+    twice = [dict(SYSTEM), summary("a"), {"role": "assistant", "content": "ok"}, summary("b")]
+    runner = HookRunner(
+        make_pm(
+            good=Returns(CompressResult(messages=compressed, llm_calls=1)),
+            twice=Returns(CompressResult(messages=twice)),
+            orphan=Returns({"messages": window()[:3], "outcome": "summarised"}),
+            badoutcome=Returns({"messages": compressed, "outcome": "exploded"}),
+        )
+    )
+    good = runner.call("good", "compress", request)
+    assert good.adopted and good.value.messages == compressed
+    assert "summary_count" in runner.call("twice", "compress", request).error
+    assert "orphan_call at 2" in runner.call("orphan", "compress", request).error
+    bad = runner.call("badoutcome", "compress", request)
+    assert bad.provenance is Provenance.INVALID and "outcome: Input should be" in bad.error
+    assert "exploded" not in bad.error
+    assert request.messages == window()
