@@ -101,7 +101,7 @@ class Provenance(enum.StrEnum):
 
     OK = "ok"
     TIMEOUT = "timeout"
-    ERROR = "error"
+    ERROR = "error"  # the plugin raised, or the host refused to call it (see error_type)
     INVALID = "invalid"
     BREAKER_OPEN = "breaker_open"
     NONE = "none"  # the plugin returned None ("not mine / unchanged") or lacks the hook
@@ -121,7 +121,9 @@ class Fenced(Generic[T]):
     error: str | None
     duration: float
     error_type: str | None = None
-    """Exception class name (``ValueError``), ``TimeoutError`` for a timeout, else ``None``."""
+    """Why it was not adopted, for traces and counters: the plugin's exception class
+    (``ValueError``), ``TimeoutError``, ``InvalidResult``, ``BreakerOpen``, or a host-side
+    refusal (``PoolExhausted``, ``UnknownPlugin``, ``UnknownHook``); ``None`` otherwise."""
 
     @property
     def adopted(self) -> bool:
