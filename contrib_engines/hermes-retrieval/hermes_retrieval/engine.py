@@ -32,9 +32,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from hermes_host import SelectRequest, SelectResult, hookimpl
 from hermes_host.messages import is_summary, text_of
 from hermes_host.models import Message
-from hermes_host.redact import redact
+from hermes_host.redact import contains_secret, redact
 from hermes_host.tokens import count_messages, count_text
-from hermes_retrieval.query import SearchTerm, extract_terms
+from hermes_retrieval.query import SearchTerm, extract_terms, names_in
 
 __all__ = [
     "BLOCK_END",
@@ -47,6 +47,8 @@ __all__ = [
 
 BLOCK_START = "[RETRIEVED CONTEXT — REFERENCE ONLY]"
 BLOCK_END = "[END RETRIEVED CONTEXT]"
+_PREFIX_MESSAGES = 6  # a rewritten window (compression, prune) changes its first messages
+_RECENT_CHARS = 4000  # of each recent message mined for terms (tool outputs can be huge)
 KEYWORD_WEIGHT = 0.75
 """A plain keyword counts for a quarter of an exact path or error name (weight 3)."""
 METADATA_KEY = "_retrieval"
@@ -86,6 +88,17 @@ class RetrievalOptions(BaseModel):
         0.2, ge=0, le=1, description="Drop hits scoring below this share of the best hit."
     )
     lineage: bool = Field(True, description="Search earlier sessions of the lineage too.")
+    names_index: bool = Field(
+        True,
+        description="After a compaction, also list the names (paths, symbols, errors) the "
+        "compacted history mentions and the window no longer shows.",
+    )
+    names_share: float = Field(
+        0.5, ge=0, le=1, description="Share of the block the names index may take."
+    )
+    names_scan_messages: int = Field(
+        20_000, ge=100, description="Newest stored messages scanned for the names index."
+    )
     include_tool_results: bool = Field(True, description="Tool outputs may be excerpted.")
     time_budget_seconds: float = Field(
         3.0, gt=0, description="Stop issuing queries after this long (the hook limit is 5 s)."
@@ -148,22 +161,30 @@ class Retrieval:
 
     @hookimpl
     def select_context(self, request: SelectRequest) -> SelectResult | None:
-        """Inject one reference block into the incoming user message, or leave it as it is."""
+        """Inject one reference block into the newest user message, or leave it as it is.
+
+        The block is computed once per user turn and handed back in ``state``; the agent
+        loop's later sends of the same turn (after tool results) get the identical block, so
+        the prompt prefix stays cacheable.  It is recomputed when a new user turn starts or
+        when the window was rewritten underneath it (a compression, a prune).
+        """
         started = time.monotonic()
         messages = request.messages
         decision: dict[str, Any] = {"engine": self.name, "injected": 0}
+        state = request.state or {}
 
-        def unchanged(reason: str) -> SelectResult:
+        def unchanged(reason: str, new_state: dict[str, Any] | None = None) -> SelectResult:
             decision["reason"] = reason
             decision["elapsed_ms"] = round((time.monotonic() - started) * 1000, 1)
-            return SelectResult(messages=messages, decision=decision)
+            return SelectResult(messages=messages, decision=decision, state=new_state)
 
-        if not messages or messages[-1].get("role") != "user":
-            return unchanged("not_a_user_turn")
+        target = _target_index(messages)
+        if target is None:
+            return unchanged("no_user_message")
         if request.history is None:
             return unchanged("no_history")
-        last = messages[-1]
-        if text_of(last).startswith(BLOCK_START) or last.get(METADATA_KEY):
+        message = messages[target]
+        if BLOCK_START in text_of(message) or message.get(METADATA_KEY):
             return unchanged("already_injected")
 
         opts = self.options
@@ -171,14 +192,50 @@ class Retrieval:
         block_budget = min(opts.max_block_tokens, int(max(remaining, 0) * opts.budget_share))
         decision["block_budget"] = block_budget
         if block_budget < opts.min_block_tokens:
-            return unchanged("no_budget")
+            return unchanged("no_budget", {})
 
-        incoming = text_of(last)
+        tool_target = message.get("role") == "tool"
+        # In tool mode the block follows the newest tool result; it is computed once per
+        # window epoch (until the window is rewritten again), like a user turn's.
+        incoming = "" if tool_target else text_of(message)
+        turn_key = "tool" if tool_target else _digest(incoming)
+        prefix_n = min(len(messages), _PREFIX_MESSAGES)
+        prefix_key = _prefix_digest(messages, prefix_n)
+        cached = state.get("block")
+        if (
+            isinstance(cached, str)
+            and state.get("turn_key") == turn_key
+            and isinstance(state.get("prefix_n"), int)
+            and 0 < state["prefix_n"] <= len(messages)
+            and _prefix_digest(messages, state["prefix_n"]) == state.get("prefix_key")
+            # Stability beats the share rule within a turn: reuse while it still fits easily.
+            and count_text(cached) <= max(block_budget, remaining // 2)
+        ):
+            decision.update(
+                injected=int(state.get("injected", 0)),
+                block_tokens=count_text(cached),
+                reason="reused",
+                elapsed_ms=round((time.monotonic() - started) * 1000, 1),
+            )
+            return SelectResult(
+                messages=_inject(messages, target, cached, state.get("hits", [])),
+                decision=decision,
+                state=None,
+            )
+
+        start = 0 if tool_target else target + 1
         recent = [
-            text_of(m)
-            for m in reversed(messages[-1 - opts.recent_messages : -1])
+            text_of(m)[:_RECENT_CHARS]
+            for m in reversed(messages[max(start, len(messages) - opts.recent_messages) :])
             if m.get("role") != "system" and not is_summary(m)
         ]
+        if not tool_target and len(recent) < opts.recent_messages:
+            before = messages[max(0, target - (opts.recent_messages - len(recent))) : target]
+            recent += [
+                text_of(m)[:_RECENT_CHARS]
+                for m in reversed(before)
+                if m.get("role") != "system" and not is_summary(m)
+            ]
         identifiers, keywords = extract_terms(
             incoming,
             recent,
@@ -186,33 +243,90 @@ class Retrieval:
             max_keywords=opts.max_keywords,
             keyword_weight=KEYWORD_WEIGHT,
         )
-        if not identifiers and not keywords:
-            return unchanged("no_terms")
+        window_text = "\n".join(_norm(text_of(m)) for m in messages)
+        sections: list[str] = []
+        hits: list[dict[str, Any]] = []
+        used = count_text(_HEADER) + count_text(BLOCK_END) + 4
+        if identifiers or keywords:
+            candidates, stats = self._search(request.history, identifiers, keywords, started)
+            decision.update(stats)
+            excerpt_budget = block_budget - used
+            if opts.names_index and any(is_summary(m) for m in messages):
+                excerpt_budget = int(excerpt_budget * (1 - opts.names_share))
+            chosen, skipped = self._choose(candidates, messages, excerpt_budget)
+            decision["skipped_in_window"] = skipped
+            sections += [text for text, _ in chosen]
+            hits = [meta for _, meta in chosen]
+            used += sum(count_text(t) + 1 for t in sections)
+        if opts.names_index and any(is_summary(m) for m in messages):
+            index = self._names_index(
+                request.history, window_text + "\n" + "\n".join(sections),
+                block_budget - used, started,
+            )
+            if index:
+                sections.append(index[0])
+                decision["names"] = index[1]
+        if not sections:
+            reason = "no_terms" if not (identifiers or keywords) else "no_new_hits"
+            return unchanged(reason, {})
 
-        candidates, stats = self._search(request.history, identifiers, keywords, started)
-        decision.update(stats)
-        chosen, skipped = self._choose(candidates, messages, block_budget)
-        decision["skipped_in_window"] = skipped
-        if not chosen:
-            return unchanged("no_new_hits" if candidates else "no_hits")
-
-        block = "\n\n".join([_HEADER, *(text for text, _ in chosen), BLOCK_END])
-        new_last = dict(last)
-        content = last.get("content")
-        if isinstance(content, list):
-            new_last["content"] = [{"type": "text", "text": block}, *content]
-        else:
-            new_last["content"] = f"{block}\n\n{content or ''}".rstrip("\n")
-        hits = [meta for _, meta in chosen]
-        new_last[METADATA_KEY] = {"hits": [h["message_id"] for h in hits]}
+        block = "\n\n".join([_HEADER, *sections, BLOCK_END])
+        new_state = {
+            "turn_key": turn_key,
+            "prefix_n": prefix_n,
+            "prefix_key": prefix_key,
+            "block": block,
+            "hits": [h["message_id"] for h in hits],
+            "injected": len(hits),
+        }
         decision.update(
-            injected=len(chosen),
+            injected=len(hits),
             block_tokens=count_text(block),
             hits=hits,
             reason="injected",
             elapsed_ms=round((time.monotonic() - started) * 1000, 1),
         )
-        return SelectResult(messages=[*messages[:-1], new_last], decision=decision)
+        return SelectResult(
+            messages=_inject(messages, target, block, new_state["hits"]),
+            decision=decision,
+            state=new_state,
+        )
+
+    def _names_index(
+        self, history: Any, visible: str, budget: int, started: float
+    ) -> tuple[str, int] | None:
+        """Names (paths, symbols, errors, URLs, ids) the compacted history mentions and the
+        window no longer shows, most often mentioned first, within ``budget`` tokens."""
+        opts = self.options
+        if budget < opts.min_block_tokens or time.monotonic() - started > opts.time_budget_seconds:
+            return None
+        try:
+            stored = history.messages(include_inactive=True)
+        except Exception:  # the excerpts above still stand
+            return None
+        counts: dict[str, int] = {}
+        last_seen: dict[str, int] = {}
+        for position, stored_message in enumerate(stored[-opts.names_scan_messages :]):
+            if not isinstance(stored_message, Mapping) or stored_message.get("role") == "system":
+                continue
+            for name in names_in(text_of(stored_message)[: _RECENT_CHARS * 4]):
+                counts[name] = counts.get(name, 0) + 1
+                last_seen[name] = position
+        ranked = sorted(counts, key=lambda n: (-counts[n], -last_seen[n], n))
+        header = "Names the compacted part of this conversation mentions (most mentioned first):"
+        chosen: list[str] = []
+        cost = count_text(header) + 2
+        for name in ranked:
+            if name in visible or contains_secret(name):
+                continue
+            step = count_text(name) + 1
+            if cost + step > budget:
+                break
+            cost += step
+            chosen.append(name)
+        if not chosen:
+            return None
+        return header + "\n" + ", ".join(chosen), len(chosen)
 
     # --- search and fusion ------------------------------------------------------------
 
@@ -317,6 +431,40 @@ class Retrieval:
                 )
             )
         return chosen, skipped
+
+
+def _target_index(messages: list[Message]) -> int | None:
+    """Where the block goes: the newest user message that is not a compaction summary (this
+    turn's request), else — an agent loop whose only request was compacted away — the last
+    message when it is a tool result."""
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if message.get("role") == "user" and not is_summary(message):
+            return i
+    if messages and messages[-1].get("role") == "tool":
+        return len(messages) - 1
+    return None
+
+
+def _prefix_digest(messages: list[Message], n: int) -> str:
+    return _digest("\x1e".join(f"{m.get('role')}:{text_of(m)}" for m in messages[:n]))
+
+
+def _inject(messages: list[Message], target: int, block: str, hits: list[Any]) -> list[Message]:
+    """The block goes before a user's words, or after a tool's output (which must stay the
+    first thing of a tool result)."""
+    message = dict(messages[target])
+    content = message.get("content")
+    after = message.get("role") == "tool"
+    if isinstance(content, list):
+        part = {"type": "text", "text": block}
+        message["content"] = [*content, part] if after else [part, *content]
+    elif after:
+        message["content"] = f"{content or ''}\n\n{block}".lstrip("\n")
+    else:
+        message["content"] = f"{block}\n\n{content or ''}".rstrip("\n")
+    message[METADATA_KEY] = {"hits": list(hits)}
+    return [*messages[:target], message, *messages[target + 1 :]]
 
 
 def _score(hit: Mapping[str, Any]) -> float:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["SearchTerm", "extract_terms"]
+__all__ = ["SearchTerm", "extract_terms", "names_in"]
 
 # Order matters: earlier kinds claim their text first, so a URL is not also mined for paths.
 _PATTERNS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
@@ -121,3 +121,16 @@ def extract_terms(
             if word not in keywords:
                 keywords[word] = SearchTerm(word, "keyword", keyword_weight * scale)
     return ranked[:max_identifiers], list(keywords.values())[:max_keywords]
+
+
+_NAME_KINDS = frozenset({"url", "path", "error", "hex", "dotted", "snake", "camel"})
+
+
+def names_in(text: str) -> list[str]:
+    """The exact names of ``text`` — paths, URLs, error classes, hex ids, dotted, snake_case
+    and CamelCase symbols — in order of appearance, without duplicates."""
+    seen: dict[str, None] = {}
+    for term in _identifiers(text, 1.0):
+        if term.kind in _NAME_KINDS and len(term.text) >= 4:
+            seen.setdefault(term.text, None)
+    return list(seen)

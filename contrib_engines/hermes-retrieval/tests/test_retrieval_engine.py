@@ -12,7 +12,7 @@ import pytest
 from retrieval_helpers import SYSTEM, FtsHistory, assistant, user
 
 from hermes_host import SelectRequest, SelectResult, hookspecs
-from hermes_host.messages import check_invariants, text_of
+from hermes_host.messages import SUMMARY_PREFIX, check_invariants, text_of
 from hermes_host.tokens import count_messages, count_text
 from hermes_retrieval import Retrieval, RetrievalOptionsError
 from hermes_retrieval.engine import BLOCK_END, BLOCK_START, METADATA_KEY
@@ -133,9 +133,9 @@ def test_no_budget_leaves_the_turn_unchanged():
 @pytest.mark.parametrize(
     ("window", "history", "reason"),
     [
-        ([SYSTEM, user("hi"), assistant("calling")], "h", "not_a_user_turn"),
+        ([SYSTEM, assistant("calling")], "h", "no_user_message"),
         ([SYSTEM, user("aider/repomap.py?")], None, "no_history"),
-        ([], "h", "not_a_user_turn"),
+        ([], "h", "no_user_message"),
     ],
 )
 def test_nothing_to_do_is_reported_not_raised(window, history, reason):
@@ -272,3 +272,73 @@ def test_100k_message_history_answers_within_the_hook_timeout(tmp_path: Path):
     elapsed = time.monotonic() - started
     assert elapsed < 5.0, elapsed
     assert "src/mod_7/part_3.py:412" in text_of(result.messages[-1])
+
+
+def _call(call_id: str) -> dict:
+    return {"role": "assistant", "content": None, "tool_calls": [
+        {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": "{}"}}]}
+
+
+def test_tool_continuation_sends_reuse_the_turn_block_for_prompt_caching_R_1_3():
+    history = _history([("s1", assistant(NEEDLE), False)])
+    window = _window("Why does aider/repomap.py fail?")
+    engine = Retrieval()
+    first = engine.select_context(request=_request(window, history))
+    assert first.decision["reason"] == "injected" and first.state["block"]
+    queries = len(history.queries)
+    window += [_call("c1"), {"role": "tool", "tool_call_id": "c1", "content": "ran it"}]
+    second = engine.select_context(request=_request(window, history, state=first.state))
+    assert second.decision["reason"] == "reused"
+    assert len(history.queries) == queries, "no search on a continuation send"
+    assert second.messages[: len(first.messages)] == first.messages, "identical prefix"
+    assert second.messages[-2:] == window[-2:]
+    assert check_invariants(second.messages) == []
+
+
+def test_a_rewritten_window_recomputes_the_block():
+    history = _history([("s1", assistant(NEEDLE), False)])
+    window = _window("Why does aider/repomap.py fail?")
+    engine = Retrieval()
+    first = engine.select_context(request=_request(window, history))
+    compacted = [SYSTEM, {"role": "user", "content": SUMMARY_PREFIX + "\n## Goal\nfix"},
+                 assistant("ok"), window[-1]]
+    again = engine.select_context(request=_request(compacted, history, state=first.state))
+    assert again.decision["reason"] == "injected"
+    assert again.state["prefix_key"] != first.state["prefix_key"]
+
+
+def test_after_compaction_the_block_lists_names_the_window_lost():
+    compacted = [
+        ("s1", assistant("Edited lib/charts/blame_chart.js and fixed TooltipFormatter."), False),
+        ("s1", assistant("The fix for lib/charts/blame_chart.js used aider_total."), False),
+        ("s1", assistant("Still visible: render_legend in the window."), False),
+    ]
+    history = _history(compacted)
+    summary = {"role": "user", "content": SUMMARY_PREFIX + "\n## Goal\ncharts"}
+    window = [SYSTEM, summary, assistant("Continuing; render_legend is next."),
+              user("make the bars thinner")]
+    result = Retrieval().select_context(request=_request(window, history))
+    text = text_of(result.messages[-1])
+    assert "Names the compacted part" in text
+    names = text.split("most mentioned first):", 1)[1]
+    assert names.index("lib/charts/blame_chart.js") < names.index("aider_total")
+    assert "TooltipFormatter" in names
+    assert "render_legend" not in names, "already visible in the window"
+    assert result.decision["names"] >= 3
+    assert text.endswith("make the bars thinner")
+
+
+def test_agent_loop_without_a_user_request_gets_the_block_after_the_last_tool_result():
+    """After a compaction of an agent run, the only user message may be the summary; the
+    block then follows the newest tool output and alternation still holds (R-1.4)."""
+    history = _history([("s1", assistant(NEEDLE), False)])
+    summary = {"role": "user", "content": SUMMARY_PREFIX + "\n## Goal\nfix repomap"}
+    window = [SYSTEM, summary, _call("c9"),
+              {"role": "tool", "tool_call_id": "c9", "content": "grep aider/repomap.py: 3 hits"}]
+    result = Retrieval().select_context(request=_request(window, history))
+    last = result.messages[-1]
+    assert last["role"] == "tool" and last["tool_call_id"] == "c9"
+    assert last["content"].startswith("grep aider/repomap.py: 3 hits")
+    assert "line 88" in last["content"] and BLOCK_END in last["content"]
+    assert result.messages[:-1] == window[:-1]
+    assert check_invariants(result.messages) == []
