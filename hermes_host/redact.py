@@ -124,39 +124,44 @@ def _plausible_value(value: str, *, quoted: bool, name: str, strong: bool) -> bo
 # pattern families (order matters: structured ones first, so later passes see [REDACTED])
 
 _PEM_RE = re.compile(
-    r"(-----BEGIN (?P<kind>[A-Z0-9 ]*?PRIVATE KEY(?: BLOCK)?)-----)"
-    r"(?P<body>.*?)"
-    r"(?:(-----END (?P=kind)-----)|(?=\Z))",
+    r"(-----BEGIN (?P<kind>[A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?)-----)"
+    r"(?:.{0,20000}?(-----END (?P=kind)-----)"
+    # no END marker (truncated output): only the key-shaped characters that follow
+    r"|(?:\\[nr]|[A-Za-z0-9+/=:,\- \t\r\n])*)",
     re.DOTALL,
 )
 
 
 def _sub_pem(m: re.Match[str]) -> str:
-    end = m.group(4) or ""
+    end = m.group(3) or ""
     return f"{m.group(1)}{REDACTED}{end}"
 
 
 # Literal-first patterns (no leading ``\b``) let the regex engine scan for the prefix fast;
 # the left word boundary is checked in the callback instead.
-_TOKEN_PATTERNS: list[tuple[re.Pattern[str], bool]] = [
-    # (pattern, needs a random-looking body)
-    (re.compile(r"sk-ant-[A-Za-z0-9]{2,10}-[A-Za-z0-9_\-]{20,}"), False),
-    (re.compile(r"sk-ant-[A-Za-z0-9_\-]{20,}"), True),
-    (re.compile(r"sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_\-]{20,}"), True),
-    (re.compile(r"sk-[A-Za-z0-9][A-Za-z0-9_\-]{19,}"), True),
-    (re.compile(r"gh[pousr]_[A-Za-z0-9]{30,}\b"), False),
-    (re.compile(r"github_pat_[A-Za-z0-9_]{22,}"), False),
-    (re.compile(r"A(?:KIA|SIA|GPA|IDA|ROA|IPA|NPA|NVA)[A-Z0-9]{16}\b"), False),
-    (re.compile(r"AIza[0-9A-Za-z_\-]{35}"), False),
-    (re.compile(r"xox[abposr]-[A-Za-z0-9][A-Za-z0-9\-]{9,}"), True),
-    (re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]{20,}"), False),
-    (re.compile(r"hf_[A-Za-z0-9]{30,}\b"), False),
-    (re.compile(r"glpat-[A-Za-z0-9_\-]{20,}"), False),
-    (re.compile(r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"), False),
-    (re.compile(r"whsec_[A-Za-z0-9+/=]{20,}"), False),
-    (re.compile(r"npm_[A-Za-z0-9]{36}\b"), False),
-    (re.compile(r"pypi-AgE[A-Za-z0-9_\-]{20,}"), False),
-    (re.compile(r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), False),
+_TOKEN_PATTERNS: list[tuple[re.Pattern[str], bool, tuple[str, ...]]] = [
+    # (pattern, needs a random-looking body, literal substrings one of which must occur)
+    (re.compile(r"sk-ant-[A-Za-z0-9]{2,10}-[A-Za-z0-9_\-]{20,}"), False, ("sk-ant-",)),
+    (re.compile(r"sk-ant-[A-Za-z0-9_\-]{20,}"), True, ("sk-ant-",)),
+    (re.compile(r"sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_\-]{20,}"), True, ("sk-",)),
+    (re.compile(r"sk-[A-Za-z0-9][A-Za-z0-9_\-]{19,}"), True, ("sk-",)),
+    (re.compile(r"gh[pousr]_[A-Za-z0-9]{30,}\b"), False,
+     ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    (re.compile(r"github_pat_[A-Za-z0-9_]{22,}"), False, ("github_pat_",)),
+    (re.compile(r"A(?:KIA|SIA|GPA|IDA|ROA|IPA|NPA|NVA)[A-Z0-9]{16}\b"), False,
+     ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA")),
+    (re.compile(r"AIza[0-9A-Za-z_\-]{35}"), False, ("AIza",)),
+    (re.compile(r"xox[abposr]-[A-Za-z0-9][A-Za-z0-9\-]{9,}"), True, ("xox",)),
+    (re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]{20,}"), False,
+     ("hooks.slack.com",)),
+    (re.compile(r"hf_[A-Za-z0-9]{30,}\b"), False, ("hf_",)),
+    (re.compile(r"glpat-[A-Za-z0-9_\-]{20,}"), False, ("glpat-",)),
+    (re.compile(r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"), False, ("k_live_", "k_test_")),
+    (re.compile(r"whsec_[A-Za-z0-9+/=]{20,}"), False, ("whsec_",)),
+    (re.compile(r"npm_[A-Za-z0-9]{36}\b"), False, ("npm_",)),
+    (re.compile(r"pypi-AgE[A-Za-z0-9_\-]{20,}"), False, ("pypi-AgE",)),
+    (re.compile(r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), False,
+     ("eyJ",)),
 ]
 _WORDISH = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
@@ -337,32 +342,100 @@ _Gate = Callable[[str, str], bool]
 _KW = r"(?:key|secret|token|passw|passphrase|credential|_pwd|_pass)[a-z0-9_.\-]*"
 _EQ_GATE = re.compile(_KW + r"\\?[\"']?\s*=")
 _COLON_GATE = re.compile(_KW + r"\\?[\"']?\s*:")
-_HEADER_GATE = re.compile(r"api-key|-token|authorization")
+_HEADER_WORDS = ("api-key", "-token", "authorization")
+_FLAG_WORDS = tuple(f"--{w}" for w in ("password", "passwd", "token", "api-key", "apikey",
+                                       "secret", "access-token", "auth-token", "client-secret"))
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
+def _name_start(text: str, at: int) -> int:
+    """Where the assignment name containing position ``at`` begins (after a JSON escape)."""
+    start = at
+    floor = max(0, at - 64)
+    while start > floor and text[start - 1] in _NAME_CHARS:
+        start -= 1
+    if start >= 2 and text[start - 1] == "\\" and text[start] in "nrt":
+        start += 1  # ``\nDB_PASSWORD=...`` inside a JSON string
+    return start
+
+
+def _quote_start(text: str, at: int) -> int:
+    start = _name_start(text, at)
+    if start >= 1 and text[start - 1] == '"':
+        return start - 2 if start >= 2 and text[start - 2] == "\\" else start - 1
+    return -1
+
+
+def _line_start(text: str, at: int) -> int:
+    return text.rfind("\n", 0, at) + 1
+
+
+_Anchor = Callable[[str, int], int]
 
 
 def _always(text: str, lower: str) -> bool:
     return True
 
 
-# (pattern, replacement, gate on (text, lowered text)): the gates are cheap case-sensitive
-# scans of the lowered text, so most messages skip the case-insensitive patterns entirely.
-_PASSES: list[tuple[re.Pattern[str], _Sub, _Gate]] = [
-    (_PEM_RE, _sub_pem, lambda t, low: "PRIVATE KEY" in t),
-    (_AUTH_HEADER_RE, _sub_auth_header, lambda t, low: "authorization" in low),
-    (_KEY_HEADER_RE, _sub_key_header, lambda t, low: _HEADER_GATE.search(low) is not None),
-    (_URL_USERINFO_RE, _sub_userinfo, lambda t, low: "://" in t),
-    (_CURL_USER_RE, _sub_curl_user, lambda t, low: "curl" in low),
-    *((p, _token_sub(r), _always) for p, r in _TOKEN_PATTERNS),
+def _literal_gate(literals: tuple[str, ...]) -> _Gate:
+    """A gate that passes when one of ``literals`` occurs (a C-speed substring test)."""
+
+    def gate(text: str, lower: str) -> bool:
+        return any(lit in text for lit in literals)
+
+    return gate
+
+
+# (pattern, replacement, gate on (text, lowered text), anchor): the gates are cheap scans of
+# the lowered text, so most messages skip the case-insensitive patterns entirely.  With an
+# anchor, the pattern is only *matched* where its gate hits (anchor = where a match would
+# start) instead of being searched through the whole text: the assignment patterns are
+# case-insensitive with a lazy name prefix, which is slow to scan for.
+_PASSES: list[tuple[re.Pattern[str], _Sub, _Gate, tuple[re.Pattern[str], _Anchor] | None]] = [
+    (_PEM_RE, _sub_pem, lambda t, low: "PRIVATE KEY" in t, None),
+    (_AUTH_HEADER_RE, _sub_auth_header, lambda t, low: "authorization" in low, None),
+    (_KEY_HEADER_RE, _sub_key_header, lambda t, low: any(w in low for w in _HEADER_WORDS),
+     None),
+    (_URL_USERINFO_RE, _sub_userinfo, lambda t, low: "://" in t, None),
+    (_CURL_USER_RE, _sub_curl_user, lambda t, low: "curl" in low, None),
+    *((p, _token_sub(r), _literal_gate(lits), None) for p, r, lits in _TOKEN_PATTERNS),
     (
         _AWS_SECRET_RE,
         lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}",
         lambda t, low: "secret" in low,
+        None,
     ),
-    (_FLAG_RE, _sub_flag, lambda t, low: "--" in t),
-    (_ASSIGN_JSON_RE, _sub_assign_json, lambda t, low: _COLON_GATE.search(low) is not None),
-    (_ASSIGN_EQ_RE, _sub_assign_eq, lambda t, low: _EQ_GATE.search(low) is not None),
-    (_ASSIGN_COLON_RE, _sub_assign_colon, lambda t, low: _COLON_GATE.search(low) is not None),
+    (_FLAG_RE, _sub_flag, lambda t, low: any(w in low for w in _FLAG_WORDS), None),
+    (_ASSIGN_JSON_RE, _sub_assign_json, _always, (_COLON_GATE, _quote_start)),
+    (_ASSIGN_EQ_RE, _sub_assign_eq, _always, (_EQ_GATE, _name_start)),
+    (_ASSIGN_COLON_RE, _sub_assign_colon, _always, (_COLON_GATE, _line_start)),
 ]
+
+
+def _anchored_subn(
+    pattern: re.Pattern[str], repl: _Sub, text: str, lower: str,
+    finder: re.Pattern[str], anchor: _Anchor,
+) -> tuple[str, int]:
+    out: list[str] = []
+    last = 0
+    n = 0
+    tried: set[int] = set()
+    for hit in finder.finditer(lower):
+        start = anchor(text, hit.start())
+        if start < last or start in tried:
+            continue
+        tried.add(start)
+        m = pattern.match(text, start)
+        if m is None or m.end() <= hit.start():
+            continue
+        out.append(text[last:m.start()])
+        out.append(repl(m))
+        last = m.end()
+        n += 1
+    if not n:
+        return text, 0
+    out.append(text[last:])
+    return "".join(out), n
 
 
 def redact_counted(text: str) -> tuple[str, int]:
@@ -371,12 +444,16 @@ def redact_counted(text: str) -> tuple[str, int]:
         return text, 0
     total = 0
     lower = text.lower()
-    for pattern, repl, gate in _PASSES:
+    for pattern, repl, gate, anchored in _PASSES:
         if not gate(text, lower):
             continue
-        text, n = pattern.subn(repl, text)
+        if anchored is not None and len(lower) == len(text):
+            text, n = _anchored_subn(pattern, repl, text, lower, *anchored)
+        else:
+            text, n = pattern.subn(repl, text)
         if n:
             total += n
+            lower = text.lower()
     if total:
         # subn counts matches that a callback left unchanged; count real replacements.
         return text, text.count(REDACTED)

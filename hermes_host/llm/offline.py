@@ -43,7 +43,7 @@ from typing import Any
 from hermes_host.llm.base import SummaryJob
 from hermes_host.messages import LEGACY_SUMMARY_PREFIX, SUMMARY_PREFIX, is_summary, text_of
 from hermes_host.models import Message
-from hermes_host.redact import REDACTED, redact
+from hermes_host.redact import REDACTED, redact, redact_messages
 from hermes_host.tokens import count_text
 
 __all__ = [
@@ -319,6 +319,11 @@ def _describe_call(name: str, args: dict[str, Any] | str) -> tuple[str, str, str
         first = command.strip().splitlines()[0] if command.strip() else command
         more = " …" if command.strip().count("\n") else ""
         return "RAN", f"`{_clip(first, _MAX_TARGET)}`{more}", _command_key(first)
+    for key in ("query", "pattern", "q", "search", "regex"):
+        if isinstance(args.get(key), str):
+            where = args.get("path") or args.get("glob") or ""
+            target = f"`{_clip(args[key], 80)}`" + (f" in `{where}`" if where else "")
+            return "SEARCHED", target, f"{key}:{args[key]}"
     if path is not None:
         if any(w in lname for w in ("read", "view", "cat", "open", "get")):
             verb = "READ"
@@ -334,11 +339,6 @@ def _describe_call(name: str, args: dict[str, Any] | str) -> tuple[str, str, str
     for key in ("url", "uri"):
         if isinstance(args.get(key), str):
             return "FETCHED" if "fetch" in lname else "OPENED", args[key], args[key]
-    for key in ("query", "pattern", "q", "search", "regex"):
-        if isinstance(args.get(key), str):
-            where = args.get("path") or args.get("glob") or ""
-            target = f"`{_clip(args[key], 80)}`" + (f" in `{where}`" if where else "")
-            return "SEARCHED", target, f"{key}:{args[key]}"
     shown = ", ".join(
         f"{k}={_clip(json.dumps(v, ensure_ascii=False, default=str), 40)}"
         for k, v in list(args.items())[:4]
@@ -601,7 +601,9 @@ class OfflineSummarizer:
         self.max_identifiers = max_identifiers
 
     def summarize(self, job: SummaryJob) -> str:
-        messages = [m for m in (job.messages or []) if isinstance(m, dict)]
+        # The job's messages are redacted by contract; redacting again costs ~0.1 s on the
+        # largest transcript and keeps a bare secret out of the identifier index.
+        messages = redact_messages([m for m in (job.messages or []) if isinstance(m, dict)])
         facts = _Extractor(messages).run()
         previous = parse_sections(job.previous_summary) if job.previous_summary else {}
         today = job.today.isoformat() if job.today is not None else None
@@ -755,7 +757,7 @@ class OfflineSummarizer:
         for line in _bullets(previous.get("Critical Context", "")):
             if not line.startswith(("Credentials were present", "Memory context")):
                 ctx.append((line, 30))
-        errors = [e for e, _ in facts.errors.most_common(8)]
+        errors = [_clip(e, 120) for e, _ in facts.errors.most_common(4)]
         if errors:
             ctx.append(("Error messages seen: " + "; ".join(f"`{e}`" for e in errors), 55))
         if facts.urls:
@@ -769,8 +771,9 @@ class OfflineSummarizer:
         chunk = 10
         for start in range(0, len(idents), chunk):
             part = idents[start:start + chunk]
+            # the first chunk is the index's core: kept before errors and URLs
             ctx.append(("Identifiers: " + ", ".join(f"`{s}`" for s in part),
-                        26 - min(start // chunk, 20)))
+                        70 if start == 0 else 26 - min(start // chunk, 20)))
         if figures:
             ctx.append(("Figures: " + ", ".join(figures), 22))
         for n, (line, prio) in enumerate(_dedupe_pairs(ctx)):
@@ -940,8 +943,19 @@ def _select(items: list[_Item], budget: int) -> tuple[list[_Item], list[_Item]]:
     return kept, dropped
 
 
+_HEADING_LINE_RE = re.compile(r"^(?=#)", re.MULTILINE)
+
+
+def _escape_headings(text: str) -> str:
+    """``## Overview`` inside a quoted request would split the summary into a twelfth
+    section; the markdown escape ``\\#`` renders the same text without being a heading."""
+    return _HEADING_LINE_RE.sub("\\\\", text)
+
+
 def _assemble(fixed: dict[str, str], items: list[_Item], budget: int, focus: bool) -> str:
+    fixed = {k: _escape_headings(v) for k, v in fixed.items()}
     for item in items:
+        item.text = _escape_headings(item.text)
         item.cost = count_text(item.text) + 1
     fixed_cost = sum(count_text(v) + _HEADER_COST for v in fixed.values()) + \
         _HEADER_COST * (len(SECTIONS) - len(fixed))

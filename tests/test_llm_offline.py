@@ -1,0 +1,331 @@
+"""The offline extractive summariser: the eleven sections of R-7.2 on every real transcript,
+unattended sessions, iterative updates (R-6.6), temporal anchoring (R-7.3), pruned-skill
+markers (R-13.2), focus topics, budgets and messy input."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from llm_helpers import load_transcript, transcript_files, transcript_params
+
+from hermes_host.llm import OfflineSummarizer, SummaryJob
+from hermes_host.llm.offline import CRON_GOAL, NO_USER_QUESTIONS, SECTIONS, parse_sections
+from hermes_host.redact import REDACTED
+from hermes_host.testing.secrets_corpus import secret_corpus
+from hermes_host.tokens import count_text
+
+TODAY = dt.date(2026, 12, 2)
+ACTION_RE = re.compile(r"^(\d+)\. [A-Z_]+ .+ — .+ \[tool: [^\]]+\]")
+NOT_REQUESTS = ("<system-reminder>", "<local-command-", "<command-name>", "Caveat:",
+                "Base directory for this skill", "This session is being continued")
+
+
+def summarize(messages: list[dict[str, Any]], **job: Any) -> str:
+    return OfflineSummarizer().summarize(SummaryJob(prompt="", messages=messages, **job))
+
+
+def assert_eleven_sections(text: str) -> dict[str, str]:
+    headings = re.findall(r"^## (.+)$", text, re.MULTILINE)
+    assert headings == list(SECTIONS)
+    return parse_sections(text)
+
+
+def first_request(messages: list[dict[str, Any]]) -> str | None:
+    """Independent restatement of 'the first real user request'."""
+    for m in messages:
+        content = m.get("content")
+        if m.get("role") != "user" or m.get("name") == "aider_console":
+            continue
+        if isinstance(content, str) and content.strip() \
+                and not content.strip().startswith(NOT_REQUESTS):
+            return content.strip()
+    return None
+
+
+def call(call_id: str, name: str, args: Any) -> dict[str, Any]:
+    arguments = args if isinstance(args, str) else json.dumps(args)
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def tool_turn(call_id: str, name: str, args: Any, result: str,
+              text: str | None = None) -> list[dict[str, Any]]:
+    return [
+        {"role": "assistant", "content": text, "tool_calls": [call(call_id, name, args)]},
+        {"role": "tool", "tool_call_id": call_id, "name": name, "content": result},
+    ]
+
+
+def coding_session(round_: int) -> list[dict[str, Any]]:
+    """A small, realistic coding session; round 1 ends with a failing test, round 2 fixes it."""
+    if round_ == 1:
+        return [
+            {"role": "user", "content": "Fix the config loader in src/app/config.py. Do not "
+             "change the public API. Why does load() crash on empty files?"},
+            {"role": "assistant", "content": "An empty file parses to None, so load() crashes. "
+             "I decided to return defaults instead because callers expect a mapping."},
+            *tool_turn("c1", "read_file", {"path": "src/app/config.py"}, "line\n" * 120),
+            *tool_turn("c2", "bash", {"command": "cd /repo && pytest -q tests/test_config.py"},
+                       "F.\nTraceback (most recent call last):\n  File \"x.py\", line 3\n"
+                       "TypeError: 'NoneType' object is not subscriptable\n"
+                       "1 failed, 1 passed in 0.12s\n<returncode>1</returncode>"),
+            *tool_turn("c3", "edit_file", {"file_path": "src/app/config.py",
+                                           "old": "data = yaml.safe_load(f)",
+                                           "new": "data = yaml.safe_load(f) or {}"}, "ok"),
+        ]
+    return [
+        {"role": "user", "content": "Now run the tests again please."},
+        *tool_turn("c4", "bash", {"command": "cd /repo && pytest -q tests/test_config.py"},
+                   "..\n2 passed in 0.10s\n<returncode>0</returncode>"),
+        *tool_turn("c5", "write_file", {"file_path": "CHANGELOG.md", "content": "fixed"}, "ok"),
+        {"role": "assistant", "content": "Both tests pass now; I will use the same guard in "
+         "load_env() instead of a try/except because it is clearer."},
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# real transcripts
+
+
+@pytest.mark.parametrize("path", transcript_params())
+def test_eleven_sections_on_real_transcripts_r7_2(path: Path) -> None:
+    messages = load_transcript(path)
+    out = summarize(messages, budget_tokens=2000, today=TODAY)
+    sections = assert_eleven_sections(out)
+    request = first_request(messages)
+    snapshot = sections["Historical Task Snapshot"]
+    if request is not None:
+        # verbatim, with markdown headings inside the request escaped (``\#``)
+        head = re.sub(r"(?m)^#", r"\\#", request[:300].strip()).replace("\r\n", "\n")
+        assert snapshot.replace("\r\n", "\n").startswith(head), "snapshot is not verbatim"
+        assert "User asked" not in snapshot
+    assert "Identifiers: `" in sections["Critical Context"]
+    assert count_text(out) <= 2000
+    assert out == summarize(messages, budget_tokens=2000, today=TODAY)  # deterministic
+    actions = [ln for ln in sections["Completed Actions"].splitlines() if ACTION_RE.match(ln)]
+    if any(m.get("tool_calls") for m in messages):
+        assert actions, "tool calls were made but no action was listed"
+        assert all(ln.endswith("(done before 2026-12-02)") for ln in actions)
+        numbers = [int(ACTION_RE.match(ln).group(1)) for ln in actions]  # type: ignore[union-attr]
+        assert numbers == sorted(numbers) and len(set(numbers)) == len(numbers)
+
+
+@pytest.mark.parametrize("budget", [600, 1200, 4000])
+def test_budget_is_respected_on_the_largest_transcript(budget: int) -> None:
+    largest = max(transcript_files(), key=lambda p: p.stat().st_size)
+    out = summarize(load_transcript(largest), budget_tokens=budget)
+    assert_eleven_sections(out)
+    assert count_text(out) <= budget
+    if budget == 600:
+        assert re.search(r"^\d+–\d+\. \(\d+ earlier actions condensed", out, re.MULTILINE)
+
+
+def test_largest_transcript_is_summarised_well_under_a_second() -> None:
+    largest = max(transcript_files(), key=lambda p: p.stat().st_size)
+    messages = load_transcript(largest)
+    summarize(messages[:4])  # warm the tokenizer
+    best = min(_timed(lambda: summarize(messages, budget_tokens=2000)) for _ in range(2))
+    assert best < 1.0, f"{largest.name}: {best:.2f}s"
+
+
+def _timed(fn: Any) -> float:
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
+
+
+# --------------------------------------------------------------------------------------------
+# synthetic sessions: exact expectations
+
+
+def test_sections_are_filled_from_structure_r7_2() -> None:
+    out = summarize(coding_session(1), budget_tokens=3000)
+    s = assert_eleven_sections(out)
+    assert s["Historical Task Snapshot"].startswith("Fix the config loader in src/app/config.py.")
+    assert "Do not change the public API." in s["Constraints & Preferences"]
+    actions = s["Completed Actions"].splitlines()
+    assert actions[0].startswith("1. READ `src/app/config.py` — 120 lines")
+    assert actions[0].endswith("[tool: read_file]")
+    assert actions[1].startswith("2. RAN `cd /repo && pytest -q tests/test_config.py` — exit 1")
+    assert "TypeError: 'NoneType' object is not subscriptable" in actions[1]
+    assert actions[2].startswith("3. EDITED `src/app/config.py`")
+    assert "Working directory: `/repo`" in s["Active State"]
+    assert "Changed files: `src/app/config.py`" in s["Active State"]
+    assert "1 failed, 1 passed" in s["Active State"]
+    assert "TypeError: 'NoneType' object is not subscriptable" in s["Blocked"]
+    assert "because callers expect a mapping" in s["Key Decisions"]
+    assert s["Resolved Questions"].startswith("- Q: Why does load() crash on empty files?")
+    assert "An empty file parses to None" in s["Resolved Questions"]
+    assert "`src/app/config.py` (changed)" in s["Relevant Files"]
+    assert "`TypeError`" in s["Critical Context"]
+    assert s["Pruned Skills"] == "None."
+    assert "done before" not in out and not re.search(r"\d{4}-\d{2}-\d{2}", out)  # R-7.3
+
+
+def test_unattended_session_uses_cron_wording_r7_2_r7_6() -> None:
+    messages = [
+        {"role": "system", "content": "You are a nightly maintenance agent."},
+        {"role": "assistant", "content": "Rotating the nightly logs under /var/log/app."},
+        *tool_turn("n1", "bash", {"command": "logrotate -f /etc/logrotate.d/app"}, ""),
+        *tool_turn("n2", "bash", "du -sh /var/log/app", "12M\t/var/log/app"),
+    ]
+    s = assert_eleven_sections(summarize(messages))
+    goal = s["Goal"]
+    assert goal.splitlines()[0] == CRON_GOAL
+    assert "Rotating the nightly logs" in goal
+    assert "user" not in goal.lower().replace(CRON_GOAL.lower(), "")
+    assert s["Resolved Questions"] == NO_USER_QUESTIONS
+    assert "User asked" not in s["Historical Task Snapshot"]
+    assert "2. RAN `du -sh /var/log/app` — output `12M\t/var/log/app`" in s["Completed Actions"] \
+        or "2. RAN `du -sh /var/log/app`" in s["Completed Actions"]
+
+
+def test_update_round_preserves_and_continues_numbering_r6_6() -> None:
+    first = summarize(coding_session(1), budget_tokens=3000, today=TODAY)
+    second = summarize(coding_session(2), previous_summary=first, budget_tokens=3000,
+                       today=dt.date(2026, 12, 3))
+    s1, s2 = parse_sections(first), assert_eleven_sections(second)
+    prev_actions = [ln for ln in s1["Completed Actions"].splitlines() if ACTION_RE.match(ln)]
+    assert len(prev_actions) == 3
+    for line in prev_actions:  # PRESERVE, verbatim, including their original date
+        assert line in s2["Completed Actions"]
+    new = [ln for ln in s2["Completed Actions"].splitlines() if ACTION_RE.match(ln)]
+    assert [int(ACTION_RE.match(ln).group(1)) for ln in new] == [1, 2, 3, 4, 5]  # type: ignore
+    assert new[3].startswith("4. RAN `cd /repo && pytest -q tests/test_config.py` — exit 0")
+    assert new[3].endswith("(done before 2026-12-03)")
+    # information carries across rounds
+    assert s2["Historical Task Snapshot"] == s1["Historical Task Snapshot"]
+    assert "Do not change the public API." in s2["Constraints & Preferences"]
+    assert "because callers expect a mapping" in s2["Key Decisions"]
+    assert "I will use the same guard" in s2["Key Decisions"]
+    assert "Why does load() crash" in s2["Resolved Questions"]
+    assert "`src/app/config.py`" in s2["Relevant Files"] and "CHANGELOG.md" in s2["Relevant Files"]
+    # the failing test was re-run successfully: no longer blocked
+    assert "TypeError" in s1["Blocked"]
+    assert s2["Blocked"] == "None."
+    assert "2 passed" in s2["Active State"]
+    assert "Now run the tests again please." in s2["Goal"]
+
+
+def test_update_round_on_a_real_transcript_keeps_numbering() -> None:
+    messages = max(transcript_files(), key=lambda p: p.stat().st_size)
+    msgs = load_transcript(messages)
+    half = len(msgs) // 2
+    first = summarize(msgs[:half], budget_tokens=2000)
+    second = summarize(msgs[half:], previous_summary=first, budget_tokens=2000)
+    assert_eleven_sections(second)
+
+    def numbers(text: str) -> list[int]:
+        body = parse_sections(text)["Completed Actions"]
+        nums = [int(n) for n in re.findall(r"^(\d+)\.", body, re.MULTILINE)]
+        for a, b in re.findall(r"^(\d+)–(\d+)\.", body, re.MULTILINE):
+            nums += list(range(int(a), int(b) + 1))
+        return sorted(set(nums))
+
+    n1, n2 = numbers(first), numbers(second)
+    assert n1 == list(range(1, len(n1) + 1))
+    assert n2 == list(range(1, len(n2) + 1))  # every earlier number still accounted for
+    assert len(n2) > len(n1)
+    assert parse_sections(second)["Historical Task Snapshot"] == \
+        parse_sections(first)["Historical Task Snapshot"]
+
+
+def test_pruned_skill_markers_are_copied_verbatim_r13_2() -> None:
+    marker_a = "[SKILL_PRUNED: deploy-k8s — 3,412 tokens; reload with /skill deploy-k8s]"
+    marker_b = "[SKILL_PRUNED: pdf-tools (v2) body removed]"
+    messages = [
+        {"role": "user", "content": f"Deploy it.\n{marker_a}"},
+        *tool_turn("s1", "bash", {"command": "kubectl apply -f k8s/"}, f"applied\n{marker_b}"),
+    ]
+    first = summarize(messages)
+    assert parse_sections(first)["Pruned Skills"] == f"{marker_a}\n{marker_b}"
+    again = summarize([{"role": "user", "content": "and now?"}], previous_summary=first)
+    assert parse_sections(again)["Pruned Skills"] == f"{marker_a}\n{marker_b}"
+    tiny = summarize(messages * 40, budget_tokens=300)
+    assert marker_a in tiny and marker_b in tiny  # never trimmed
+
+
+def test_focus_topic_comes_first_and_survives_the_budget() -> None:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Tidy the repository."}]
+    for i in range(60):
+        messages += tool_turn(f"f{i}", "bash", {"command": f"ruff check module_{i}.py"},
+                              "All checks passed!")
+    messages += tool_turn("db", "bash", {"command": "alembic upgrade head  # database"},
+                          "INFO upgraded database schema to 0042")
+    messages += [{"role": "assistant",
+                  "content": "I chose ruff because it is fast. The database migration is "
+                  "needed because the schema changed."}]
+    for i in range(60, 120):
+        messages += tool_turn(f"f{i}", "bash", {"command": f"ruff check module_{i}.py"},
+                              "All checks passed!")
+    plain = parse_sections(summarize(messages, budget_tokens=700))
+    focused = parse_sections(summarize(messages, budget_tokens=700, focus_topic="database"))
+    assert "alembic upgrade head" not in plain["Completed Actions"]
+    assert "alembic upgrade head" in focused["Completed Actions"]
+    assert focused["Key Decisions"].splitlines()[0].startswith("- The database migration")
+
+
+def test_memory_context_is_embedded_with_its_source_r11_4() -> None:
+    out = summarize(coding_session(1), memory_context="User prefers uv over pip.\n"
+                    "DB_PASSWORD=Sup3rS3cret!")
+    ctx = parse_sections(out)["Critical Context"]
+    assert "Memory context (source: memory providers): User prefers uv over pip." in ctx
+    assert "Sup3rS3cret!" not in out and REDACTED in ctx
+
+
+def test_no_secret_reaches_the_summary_even_from_raw_messages_r7_1() -> None:
+    """The job's messages should already be redacted; the summariser redacts anyway."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Set up the deployment."}]
+    for i, (text, _) in enumerate(secret_corpus()):
+        if i % 2:
+            messages += tool_turn(f"k{i}", "bash", {"command": text}, text)
+        else:
+            messages.append({"role": "assistant", "content": text})
+    out = summarize(messages, budget_tokens=6000)
+    leaked = [secret for _, secret in secret_corpus() if secret in out]
+    assert leaked == []
+    assert "Credentials were present" in parse_sections(out)["Critical Context"]
+
+
+def test_messy_input_does_not_break_it() -> None:
+    huge = "x" * 2_000_000 + "\nValueError: the very last line\n"
+    messages: list[Any] = [
+        "not a dict",
+        {"role": "user", "content": [{"type": "text", "text": "Look at this image"},
+                                     {"type": "image_url", "image_url": {"url": "data:..."}}]},
+        {"role": "assistant", "content": None, "tool_calls": [
+            call("m1", "bash", "{not json"),
+            {"id": "m2"},  # no function at all
+            call("m3", "str_replace_editor", {"command": "view", "path": "/w/a.py"}),
+            call("m4", "grep", {"pattern": "TODO", "path": "src"}),
+            call("m5", "weird_tool", {"x": [1, 2], "y": {"z": None}}),
+            "garbage call",
+        ]},
+        {"role": "tool", "tool_call_id": "m1", "content": huge},
+        {"role": "tool", "tool_call_id": "m3", "content": None},
+        {"role": "tool", "tool_call_id": "m4", "content": [{"type": "text", "text": "src/a:1"}]},
+        {"role": "tool", "tool_call_id": "m5", "content": 42},
+        {"role": "assistant"},
+        {"role": "user", "content": None},
+    ]
+    started = time.perf_counter()
+    out = summarize(messages, budget_tokens=1500, today=TODAY)
+    assert time.perf_counter() - started < 2
+    s = assert_eleven_sections(out)
+    assert s["Historical Task Snapshot"] == "Look at this image"
+    acts = s["Completed Actions"]
+    assert "1. RAN `{not json`" in acts and "ValueError: the very last line" in acts
+    assert "READ `/w/a.py`" in acts and "SEARCHED `TODO` in `src`" in acts
+    assert "WEIRD_TOOL (x=[1, 2]" in acts
+    assert count_text(out) <= 1500
+
+
+def test_empty_job_still_has_eleven_sections() -> None:
+    s = assert_eleven_sections(summarize([]))
+    assert s["Goal"].startswith(CRON_GOAL)
+    assert s["Completed Actions"] == "None."
