@@ -39,6 +39,7 @@ import copy
 import datetime as _dt
 import decimal
 import enum
+import itertools
 import os
 import queue
 import re
@@ -93,6 +94,7 @@ _IGNORED_HOOKS = frozenset(MEMORY_HOOKS) - _TEXT_HOOKS
 
 _MAX_BUSY_WORKERS = 64  # concurrent calls that are still within their timeout
 _MAX_IDLE_WORKERS = 8  # idle threads kept warm; extra ones exit
+_IDLE_SECONDS = 30.0  # an idle worker exits after this long, so dropped runners free threads
 _MAX_ERROR_CHARS = 300
 
 
@@ -139,6 +141,7 @@ class Fenced(Generic[T]):
 # --- worker pool --------------------------------------------------------------------------
 
 _PENDING, _DONE, _ABANDONED = 0, 1, 2
+_worker_numbers = itertools.count(1)  # unique thread names across runners
 
 
 class _Job:
@@ -162,14 +165,19 @@ class _PoolRefused(Exception):
 
 
 class _Worker(threading.Thread):
-    def __init__(self, pool: _WorkerPool, number: int) -> None:
-        super().__init__(name=f"hermes-fence-{number}", daemon=True)
+    def __init__(self, pool: _WorkerPool) -> None:
+        super().__init__(name=f"hermes-fence-{next(_worker_numbers)}", daemon=True)
         self.pool = pool
         self.inbox: queue.SimpleQueue[_Job] = queue.SimpleQueue()
 
     def run(self) -> None:
         while True:
-            job = self.inbox.get()
+            try:
+                job = self.inbox.get(timeout=_IDLE_SECONDS)
+            except queue.Empty:
+                if self.pool.retire(self):
+                    return
+                continue  # claimed by a caller in the meantime: its job is on the way
             value: Any = None
             exc: BaseException | None = None
             try:
@@ -202,7 +210,6 @@ class _WorkerPool:
         self._idle: list[_Worker] = []
         self._threads = 0
         self._leaked = 0
-        self._started = 0
 
     def submit(self, job: _Job) -> None:
         worker: _Worker | None = None
@@ -222,8 +229,7 @@ class _WorkerPool:
                         f"{_MAX_BUSY_WORKERS} fenced calls are already running at once"
                     )
                 self._threads += 1
-                self._started += 1
-                worker = _Worker(self, self._started)
+                worker = _Worker(self)
                 fresh = True
         worker.inbox.put(job)
         if fresh:
@@ -243,6 +249,15 @@ class _WorkerPool:
                 return True
             self._threads -= 1
             return False
+
+    def retire(self, worker: _Worker) -> bool:
+        """An idle ``worker`` timed out waiting: True if it left the pool and may exit."""
+        with self._lock:
+            if worker not in self._idle:
+                return False
+            self._idle.remove(worker)
+            self._threads -= 1
+            return True
 
     def state(self) -> dict[str, int]:
         with self._lock:

@@ -216,3 +216,19 @@ def test_r0_4_a_forked_child_gets_fresh_workers() -> None:
         pytest.fail("the forked child hung calling the fence")
     assert os.waitstatus_to_exitcode(status) == 0
     assert runner.call("d", "should_compress", should_request()).adopted  # parent unaffected
+
+
+def test_r10_2_idle_workers_exit_so_a_dropped_runner_frees_its_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from hermes_host import fence
+
+    monkeypatch.setattr(fence, "_IDLE_SECONDS", 0.05)
+    decider = Decider()
+    runner = HookRunner(make_pm(d=decider))
+    assert runner.call("d", "should_compress", should_request()).adopted
+    name = decider.threads[0]
+    assert wait_until(lambda: runner.pool_state()["threads"] == 0)
+    assert wait_until(lambda: name not in {t.name for t in threading.enumerate()})
+    assert runner.call("d", "should_compress", should_request()).adopted  # a new worker
+    assert decider.threads[1] != name
