@@ -42,9 +42,10 @@ def first_request(messages: list[dict[str, Any]]) -> str | None:
         content = m.get("content")
         if m.get("role") != "user" or m.get("name") == "aider_console":
             continue
-        if isinstance(content, str) and content.strip() \
-                and not content.strip().startswith(NOT_REQUESTS):
-            return content.strip()
+        text = content.strip() if isinstance(content, str) else ""
+        slash_command = text.startswith("/") and "\n" not in text and len(text) < 100
+        if text and not text.startswith(NOT_REQUESTS) and not slash_command:
+            return text
     return None
 
 
@@ -209,7 +210,8 @@ def test_update_round_preserves_and_continues_numbering_r6_6() -> None:
     assert "TypeError" in s1["Blocked"]
     assert s2["Blocked"] == "None."
     assert "2 passed" in s2["Active State"]
-    assert "Now run the tests again please." in s2["Goal"]
+    assert s2["Goal"] == "Latest user request: Now run the tests again please."
+    assert s1["Goal"] == "Fix the config loader in src/app/config.py."
 
 
 def test_update_round_on_a_real_transcript_keeps_numbering() -> None:
@@ -323,6 +325,19 @@ def test_messy_input_does_not_break_it() -> None:
     assert "READ `/w/a.py`" in acts and "SEARCHED `TODO` in `src`" in acts
     assert "WEIRD_TOOL (x=[1, 2]" in acts
     assert count_text(out) <= 1500
+
+
+def test_front_end_commands_are_not_requests() -> None:
+    messages = [
+        {"role": "user", "content": "/clear"},
+        {"role": "user", "content": "<system-reminder>\nhook output\n</system-reminder>"},
+        {"role": "user", "content": "Port the CLI to click."},
+        {"role": "assistant", "content": "Done."},
+        {"role": "user", "content": "/ex"},
+    ]
+    s = assert_eleven_sections(summarize(messages))
+    assert s["Historical Task Snapshot"] == "Port the CLI to click."
+    assert s["Goal"] == "Port the CLI to click."
 
 
 def test_empty_job_still_has_eleven_sections() -> None:

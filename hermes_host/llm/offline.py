@@ -86,6 +86,8 @@ _NOT_REQUEST_PREFIXES = (
 )
 _PLATFORM_NAMES = frozenset({"aider_console"})
 
+_SLASH_COMMAND_RE = re.compile(r"^/[a-z][\w:-]*(?:[ \t][^\n]{0,80})?$")
+"""``/clear``, ``/ex``, ``/model opus``: front-end commands, not requests."""
 _SKILL_RE = re.compile(r"\[SKILL_PRUNED:[^\]\n]*\]")
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+|\n+")
 _DECISION_RE = re.compile(
@@ -175,7 +177,8 @@ def is_user_request(message: Message) -> bool:
     if is_summary(message):
         return False
     text = text_of(message).strip()
-    return bool(text) and not text.startswith(_NOT_REQUEST_PREFIXES)
+    return (bool(text) and not text.startswith(_NOT_REQUEST_PREFIXES)
+            and not _SLASH_COMMAND_RE.match(text))
 
 
 def first_user_request(messages: Iterable[Message]) -> str | None:
@@ -638,9 +641,11 @@ class OfflineSummarizer:
             fixed["Goal"] = goal
         elif facts.user_requests:
             latest = facts.user_requests[-1]
-            goal = _truncate_verbatim(latest, 600)
-            if prev_goal and len(facts.user_requests) == 1 and not prev_snapshot:
-                goal = prev_goal
+            if len(facts.user_requests) == 1 and not prev_snapshot:
+                # the snapshot already quotes it in full: state the objective briefly
+                goal = _clip(_sentences(latest)[0] if _sentences(latest) else latest, 300)
+            else:
+                goal = "Latest user request: " + _truncate_verbatim(latest, 600)
             fixed["Goal"] = goal
         else:
             fixed["Goal"] = prev_goal or "Continue the task in the snapshot above."
