@@ -87,3 +87,55 @@ def demo(session: nox.Session) -> None:
     """The main job on the embedded default store: ``hermes-host demo``."""
     install_all(session)
     session.run("hermes-host", "demo", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """Build the documentation with warnings as errors; generated reference pages must be
+    current (``python docs/gen_reference.py`` rewrites them).  Output: ``.nox/_site``."""
+    session.install("-e", f"{ROOT}[docs]")
+    session.run("python", str(ROOT / "docs" / "gen_reference.py"), "--check")
+    site = ROOT / ".nox" / "_site"
+    session.run(
+        "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"), "-d", str(site),
+        env={"NO_MKDOCS_2_WARNING": "1"},
+    )
+    session.log(f"documentation built in {site}")
+
+
+@nox.session(python=PYTHON)
+def scaffold(session: nox.Session) -> None:
+    """An engine author's whole path, end to end, in this fresh environment:
+    ``plugin new`` → ``install`` → ``engines list`` shows it → a config.yaml selecting it
+    passes ``config validate`` → the new distribution's tests (conformance kit included)."""
+    import json
+    import shutil
+
+    session.install("-e", f"{ROOT}[test]")
+    session.install("-e", str(ROOT / "plugins" / "hermes-compressor"))
+    work = Path(session.create_tmp()).resolve() / "scaffold"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    session.run("hermes-host", "plugin", "new", "nox-probe", "--dir", str(work))
+    dist = work / "hermes-nox-probe"
+    session.run("hermes-host", "install", "-e", str(dist))
+
+    listed = session.run("hermes-host", "engines", "list", "--json", silent=True)
+    names = {row["name"] for row in json.loads(str(listed))}
+    if "nox_probe" not in names:
+        session.error(f"engines list does not show nox_probe: {sorted(names)}")
+
+    config = work / "config.yaml"
+    config.write_text(
+        "context:\n"
+        "  engine: compressor\n"
+        "  hooks:\n"
+        "    select_context: [nox_probe]\n"
+        "engines:\n"
+        "  nox_probe:\n"
+        "    keep_last: 6\n",
+        encoding="utf-8",
+    )
+    session.run("hermes-host", "config", "validate", "--config", str(config))
+    session.chdir(dist)
+    session.run("pytest", "-q", *session.posargs)
