@@ -547,14 +547,15 @@ class HookRunner:
         self._breakers: dict[str, _Breaker] = {}
         self._breaker_lock = threading.Lock()
         self._pid = os.getpid()
+        self._timeouts = {
+            name: self._hooks.timeout(name) for name in {*DEFAULT_TIMEOUTS, *self._hooks.timeouts}
+        }
 
     # -- public API ------------------------------------------------------------------------
 
     def timeout_for(self, hook: str) -> float:
         """The configured time limit of ``hook`` in seconds."""
-        if hook in self._hooks.timeouts or hook in DEFAULT_TIMEOUTS:
-            return self._hooks.timeout(hook)
-        return FALLBACK_TIMEOUT
+        return self._timeouts.get(hook, FALLBACK_TIMEOUT)
 
     def call(
         self, plugin: str, hook: str, request: BaseModel, *, timeout: float | None = None
@@ -832,6 +833,9 @@ class HookRunner:
 
     def _admit(self, plugin: str) -> str | None:
         """None when ``plugin`` may be called now, else the refusal message."""
+        known = self._breakers.get(plugin)
+        if known is None or known.opened_at is None:  # closed: the common case, no lock
+            return None
         settings = self._hooks.breaker
         with self._breaker_lock:
             b = self._breaker(plugin)
