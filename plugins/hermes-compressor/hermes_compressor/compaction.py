@@ -233,7 +233,9 @@ def compress_window(
         max_previous_chars=options.max_previous_summary_chars,
     )
 
-    def make_job(text: str, msgs: list[Message], prev: str | None, tokens: int) -> SummaryJob:
+    def make_job(
+        text: str, msgs: list[Message], prev: str | None, tokens: int, cap: int | None = None
+    ) -> SummaryJob:
         return SummaryJob(
             prompt=text,
             messages=msgs,
@@ -242,7 +244,7 @@ def compress_window(
             memory_context=redact(request.memory_context) if request.memory_context else None,
             today=request.today,
             budget_tokens=tokens,
-            max_tokens=max(tokens, min(request.summarizer.max_tokens, max_summary * 2)),
+            max_tokens=cap or max(tokens, min(request.summarizer.max_tokens, max_summary * 2)),
             metadata={
                 "session_id": request.session_id,
                 "round": "first" if first_round else "update",
@@ -323,7 +325,7 @@ def compress_window(
                     max_summary_tokens=max_summary,
                     max_exchanges=options.micro_max_exchanges,
                     max_turn_chars=options.max_turn_chars,
-                    make_job=make_job,
+                    make_job=lambda t, m, p, n: make_job(t, m, p, n, cap=n),
                 )
                 breaker.record(request.session_id, ok=True)
                 return finish(raw, "summarised", micro.calls[0], extra=["micro-compaction"])

@@ -62,8 +62,13 @@ class RecordingSummarizer:
 
     name = "recording"
 
-    def __init__(self, *, calls_llm: bool = True, fail_with: list[Exception] | None = None,
-                 text: Callable[[SummaryJob], str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        calls_llm: bool = True,
+        fail_with: list[Exception] | None = None,
+        text: Callable[[SummaryJob], str] | None = None,
+    ) -> None:
         self.calls_llm = calls_llm
         self.jobs: list[SummaryJob] = []
         self.fail_with = list(fail_with or [])
@@ -95,22 +100,40 @@ class BrokenSummarizer(RecordingSummarizer):
         raise self.exc
 
 
-def tool_turn(i: int, output: str, *, name: str = "Bash", args: dict[str, Any] | None = None,
-              user: str | None = None) -> list[Message]:
+def tool_turn(
+    i: int,
+    output: str,
+    *,
+    name: str = "Bash",
+    args: dict[str, Any] | None = None,
+    user: str | None = None,
+) -> list[Message]:
     """user → assistant(tool call) → tool → assistant."""
     call_id = f"call_{i}"
     return [
         {"role": "user", "content": user or f"please do step {i}"},
-        {"role": "assistant", "content": f"running step {i}", "tool_calls": [
-            {"id": call_id, "type": "function",
-             "function": {"name": name, "arguments": json.dumps(args or {"command": f"ls {i}"})}}
-        ]},
+        {
+            "role": "assistant",
+            "content": f"running step {i}",
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {
+                        "name": name,
+                        "arguments": json.dumps(args or {"command": f"ls {i}"}),
+                    },
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": call_id, "content": output},
         {"role": "assistant", "content": f"step {i} done"},
     ]
 
 
-def conversation(turns: int, output_chars: int = 2000, system: str = "You are helpful.") -> list[Message]:
+def conversation(
+    turns: int, output_chars: int = 2000, system: str = "You are helpful."
+) -> list[Message]:
     msgs: list[Message] = [{"role": "system", "content": system}]
     for i in range(turns):
         out = (f"line {i}\n" * (output_chars // 7 + 1))[:output_chars] + f"\nExit code {i % 2}"
@@ -122,22 +145,29 @@ def guards(**kw: Any) -> GuardState:
     return GuardState(now=kw.pop("now", time.time()), **kw)
 
 
-def compress_request(messages: list[Message], *, engine: Compressor | None = None,
-                     context_length: int = 16_000, **kw: Any) -> CompressRequest:
+def compress_request(
+    messages: list[Message],
+    *,
+    engine: Compressor | None = None,
+    context_length: int = 16_000,
+    **kw: Any,
+) -> CompressRequest:
     engine = engine or Compressor()
     kw.setdefault("guards", guards())
     kw.setdefault("compression", CompressionSettings())
     return CompressRequest(
-        session_id=kw.pop("session_id", "s1"), messages=messages,
-        current_tokens=sum(engine.count(m) for m in messages), context_length=context_length,
+        session_id=kw.pop("session_id", "s1"),
+        messages=messages,
+        current_tokens=sum(engine.count(m) for m in messages),
+        context_length=context_length,
         **kw,
     )
 
 
-def should_request(tokens: int, *, context_length: int = 200_000, **kw: Any) -> ShouldCompressRequest:
+def should_request(
+    tokens: int, *, context_length: int = 200_000, **kw: Any
+) -> ShouldCompressRequest:
     kw.setdefault("guards", guards())
     return ShouldCompressRequest(
         session_id="s1", messages=[], current_tokens=tokens, context_length=context_length, **kw
     )
-
-

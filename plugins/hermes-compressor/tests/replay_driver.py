@@ -47,8 +47,13 @@ def runner_for(engine: Compressor) -> HookRunner:
     return HookRunner(pm)
 
 
-def _validate(engine: Compressor, window: list[Message], round_no: int,
-              settings: CompressionSettings, context_length: int) -> list[str]:
+def _validate(
+    engine: Compressor,
+    window: list[Message],
+    round_no: int,
+    settings: CompressionSettings,
+    context_length: int,
+) -> list[str]:
     problems = [str(v) for v in check_invariants(window)]
     summaries = [i for i, m in enumerate(window) if is_summary(m)]
     if len(summaries) != 1:
@@ -57,18 +62,26 @@ def _validate(engine: Compressor, window: list[Message], round_no: int,
     has_system = bool(window) and window[0].get("role") == "system"
     if round_no >= 2 and at != (1 if has_system else 0):
         problems.append(f"head did not decay: summary at {at} in round {round_no}")
-    tail = window[at + 1:]
+    tail = window[at + 1 :]
     budget = tail_budget(settings, threshold_tokens(settings, context_length))
     tail_tokens = sum(engine.count(m) for m in tail)
     if tail_tokens > budget * 1.5:
         # over the soft ceiling is allowed only when the pressure pass has nothing left to
         # demote (unfinished outputs, user/assistant text, aligned tool groups)
         stats = PruneStats()
-        pressure_pass(window, engine.count, tail_start=at + 1, budget=budget,
-                      excerpt_chars=engine.options.pressure_excerpt_chars, stats=stats)
+        pressure_pass(
+            window,
+            engine.count,
+            tail_start=at + 1,
+            budget=budget,
+            excerpt_chars=engine.options.pressure_excerpt_chars,
+            stats=stats,
+        )
         if stats.pruned:
-            problems.append(f"tail {tail_tokens} tokens > 1.5 × {budget} and the pressure "
-                            f"pass could still demote {stats.pruned} output(s)")
+            problems.append(
+                f"tail {tail_tokens} tokens > 1.5 × {budget} and the pressure "
+                f"pass could still demote {stats.pruned} output(s)"
+            )
     return problems
 
 
@@ -95,19 +108,39 @@ def replay(
         tokens = sum(engine.count(m) for m in window)
         report.max_tokens = max(report.max_tokens, tokens)
         guards = guards.model_copy(update={"now": guards.now + 30})
-        decision = runner.call("compressor", "should_compress", ShouldCompressRequest(
-            session_id="replay", messages=window, current_tokens=tokens,
-            context_length=context_length, compression=settings, guards=guards,
-            compression_count=count))
+        decision = runner.call(
+            "compressor",
+            "should_compress",
+            ShouldCompressRequest(
+                session_id="replay",
+                messages=window,
+                current_tokens=tokens,
+                context_length=context_length,
+                compression=settings,
+                guards=guards,
+                compression_count=count,
+            ),
+        )
         if not decision.adopted:
             report.problems.append(f"should_compress not adopted: {decision.error}")
             break
         if not decision.value.compress:
             continue
-        fenced = runner.call("compressor", "compress", CompressRequest(
-            session_id="replay", messages=window, current_tokens=tokens,
-            context_length=context_length, compression=settings, summarizer=summarizer,
-            guards=guards, compression_count=count, **request_extra))
+        fenced = runner.call(
+            "compressor",
+            "compress",
+            CompressRequest(
+                session_id="replay",
+                messages=window,
+                current_tokens=tokens,
+                context_length=context_length,
+                compression=settings,
+                summarizer=summarizer,
+                guards=guards,
+                compression_count=count,
+                **request_extra,
+            ),
+        )
         if not fenced.adopted:
             report.problems.append(f"compress not adopted ({fenced.provenance}): {fenced.error}")
             break
@@ -118,10 +151,26 @@ def replay(
             after = sum(engine.count(m) for m in window)
             count += 1
             report.compressions.append(result)
-            report.problems += [f"round {count}: {p}" for p in
-                                _validate(engine, window, count, settings, context_length)]
-        guards = after_compression(guards, outcome=result.outcome, tokens_before=tokens,
-                                   tokens_after=after,
-                                   cooldown_seconds=result.cooldown_seconds or 600.0)
+            report.problems += [
+                f"round {count}: {p}"
+                for p in _validate(engine, window, count, settings, context_length)
+            ]
+        guards = after_compression(
+            guards,
+            outcome=result.outcome,
+            tokens_before=tokens,
+            tokens_after=after,
+            cooldown_seconds=result.cooldown_seconds or 600.0,
+        )
     report.window = window
     return report
+
+
+def small_window(engine: Compressor, messages: list[Message], factor: float) -> int:
+    """A context length whose threshold (0.75 × window, the small-window floor) is the system
+    prompt plus ``factor`` × the largest of: a sixth of the rest, the biggest message, the
+    first twelve messages (so the first round has a middle at all)."""
+    system = engine.count(messages[0]) if messages[0].get("role") == "system" else 0
+    rest = [engine.count(m) for m in messages[1 if system else 0 :]]
+    base = max(400, sum(rest) // 6, max(rest), sum(rest[:12]))
+    return int((system + factor * base) / 0.75) + 1

@@ -79,9 +79,16 @@ def test_r6_3_count_floor_may_exceed_budget_up_to_1_5x() -> None:
 def test_r6_3_cut_never_splits_a_tool_group() -> None:
     """R-6.3: a cut inside a run of tool results moves before the parent assistant."""
     msgs: list[Message] = [{"role": "system", "content": "s"}, {"role": "user", "content": "go"}]
-    msgs.append({"role": "assistant", "content": None, "tool_calls": [
-        {"id": f"t{i}", "type": "function", "function": {"name": "Read", "arguments": "{}"}}
-        for i in range(6)]})
+    msgs.append(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": f"t{i}", "type": "function", "function": {"name": "Read", "arguments": "{}"}}
+                for i in range(6)
+            ],
+        }
+    )
     msgs += [{"role": "tool", "tool_call_id": f"t{i}", "content": "x"} for i in range(6)]
     msgs.append({"role": "assistant", "content": "done"})
     cut = find_cut(msgs, _unit, head_end=1, budget=300, floor_count=3, min_tail_user_messages=0)
@@ -114,8 +121,11 @@ def test_r6_3_role_collision_rule_keeps_bridge_before_latest_user() -> None:
 def test_r6_7_too_few_messages_is_a_noop_recording_ineffective(engine: Compressor) -> None:
     """R-6.7: head + ≥3 tail + ≥1 middle is needed; otherwise outcome ``noop`` (the host
     records an ineffective attempt, so anti-thrash stops the loop after two)."""
-    msgs = [{"role": "system", "content": "x" * 40_000}, {"role": "user", "content": "hi"},
-            {"role": "assistant", "content": "hello"}]
+    msgs = [
+        {"role": "system", "content": "x" * 40_000},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+    ]
     result = engine.compress(request=compress_request(msgs, engine=engine))
     assert result.outcome == "noop"
     assert result.messages == msgs
@@ -125,8 +135,9 @@ def test_r6_7_too_few_messages_is_a_noop_recording_ineffective(engine: Compresso
 def test_keep_last_turns_keeps_exactly_n_user_turns(engine: Compressor) -> None:
     """`/compress here N` (R-12.1): the last N user turns stay verbatim."""
     msgs = conversation(10, output_chars=200)
-    result = engine.compress(request=compress_request(msgs, engine=engine, keep_last_turns=2,
-                                                      force=True))
+    result = engine.compress(
+        request=compress_request(msgs, engine=engine, keep_last_turns=2, force=True)
+    )
     assert result.outcome == "summarised"
     users = [m["content"] for m in result.messages if m["role"] == "user" and not is_summary(m)]
     assert users[-2:] == ["please do step 8", "please do step 9"]
@@ -140,7 +151,7 @@ def test_tail_stays_within_soft_ceiling_after_compress(engine: Compressor) -> No
     msgs = conversation(40, output_chars=1500)
     result = engine.compress(request=compress_request(msgs, engine=engine, compression=settings))
     idx = next(i for i, m in enumerate(result.messages) if is_summary(m))
-    tail = result.messages[idx + 1:]
+    tail = result.messages[idx + 1 :]
     from hermes_compressor.trigger import tail_budget, threshold_tokens
 
     budget = tail_budget(settings, threshold_tokens(settings, 16_000))

@@ -60,8 +60,8 @@ def _assert_nothing_lost(before: list[Message], after: list[Message]) -> None:
     assert len(summaries) == 1
     at = summaries[0]
     assert after[:at] == before[:at]
-    tail = after[at + 1:]
-    assert tail == before[len(before) - len(tail):]
+    tail = after[at + 1 :]
+    assert tail == before[len(before) - len(tail) :]
     assert len(tail) >= 3
 
 
@@ -82,8 +82,9 @@ def test_r10_3_normal_answer_is_summarised(fake: FakeAnthropic, live: Compressor
     """The happy path: one SDK call, the summary from the server, outcome summarised."""
     engine = live
     msgs = conversation(20)
-    result = engine.compress(request=compress_request(
-        msgs, engine=engine, summarizer=_settings(fake)))
+    result = engine.compress(
+        request=compress_request(msgs, engine=engine, summarizer=_settings(fake))
+    )
     assert result.outcome == "summarised" and result.llm_calls == 1
     assert result.cooldown_seconds is None
     _assert_nothing_lost(msgs, result.messages)
@@ -93,8 +94,11 @@ def test_r10_3_normal_answer_is_summarised(fake: FakeAnthropic, live: Compressor
     assert "[tool: fake_anthropic]" in next(m for m in result.messages if is_summary(m))["content"]
 
 
-@pytest.mark.parametrize(("behaviour", "outcome", "transient"), CASES,
-                         ids=[str(c[0]) if isinstance(c[0], str) else "slow" for c in CASES])
+@pytest.mark.parametrize(
+    ("behaviour", "outcome", "transient"),
+    CASES,
+    ids=[str(c[0]) if isinstance(c[0], str) else "slow" for c in CASES],
+)
 def test_r10_3_failures_fall_back_offline_and_lose_nothing(
     fake: FakeAnthropic, live: Compressor, behaviour: Any, outcome: str, transient: bool
 ) -> None:
@@ -105,8 +109,11 @@ def test_r10_3_failures_fall_back_offline_and_lose_nothing(
     engine = live
     settings = CompressionSettings(cooldown_seconds=321.0)
     msgs = conversation(20)
-    result = engine.compress(request=compress_request(
-        msgs, engine=engine, compression=settings, summarizer=_settings(fake, timeout=1.0)))
+    result = engine.compress(
+        request=compress_request(
+            msgs, engine=engine, compression=settings, summarizer=_settings(fake, timeout=1.0)
+        )
+    )
     assert result.outcome == outcome
     assert result.llm_calls == 1
     assert result.cooldown_seconds == (321.0 if transient else None)
@@ -131,8 +138,11 @@ def test_r10_3_abort_on_summary_failure_keeps_the_window(
     msgs = conversation(20)
     msgs.insert(7, {"role": "user", "content": ""})
     settings = CompressionSettings(abort_on_summary_failure=True)
-    result = engine.compress(request=compress_request(
-        msgs, engine=engine, compression=settings, summarizer=_settings(fake)))
+    result = engine.compress(
+        request=compress_request(
+            msgs, engine=engine, compression=settings, summarizer=_settings(fake)
+        )
+    )
     assert result.outcome == "aborted"
     assert result.messages == msgs[:7] + msgs[8:]
     assert not any(is_summary(m) for m in result.messages)
@@ -144,21 +154,28 @@ def test_r10_3_missing_api_key_is_permanent(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     engine = Compressor()
     msgs = conversation(20)
-    result = engine.compress(request=compress_request(
-        msgs, engine=engine, summarizer=SummarizerSettings(provider="anthropic")))
+    result = engine.compress(
+        request=compress_request(
+            msgs, engine=engine, summarizer=SummarizerSettings(provider="anthropic")
+        )
+    )
     assert result.outcome == "fallback" and result.cooldown_seconds is None
     assert any("ANTHROPIC_API_KEY" in note for note in result.notes)
     _assert_nothing_lost(msgs, result.messages)
 
 
-@pytest.mark.parametrize(("exc", "outcome"), [
-    (TransientSummaryError("HTTP 429"), "failed_transient"),
-    (PermanentSummaryError("HTTP 401"), "failed_permanent"),
-])
+@pytest.mark.parametrize(
+    ("exc", "outcome"),
+    [
+        (TransientSummaryError("HTTP 429"), "failed_transient"),
+        (PermanentSummaryError("HTTP 401"), "failed_permanent"),
+    ],
+)
 def test_r10_3_fallback_failing_too_keeps_the_window(exc: Exception, outcome: str) -> None:
     """Should even the fallback fail, nothing is summarised: failed_* and the input."""
-    engine = Compressor(summarizer=BrokenSummarizer(exc),
-                        fallback=BrokenSummarizer(ValueError("boom")))
+    engine = Compressor(
+        summarizer=BrokenSummarizer(exc), fallback=BrokenSummarizer(ValueError("boom"))
+    )
     msgs = conversation(20)
     result = engine.compress(request=compress_request(msgs, engine=engine))
     assert result.outcome == outcome
@@ -184,8 +201,9 @@ def test_r5_1_cooldown_active_never_takes_the_fallback_path() -> None:
     result = engine.compress(request=compress_request(msgs, engine=engine, guards=cooling))
     assert result.outcome == "aborted" and result.messages == msgs
     assert recorder.jobs == []
-    forced = engine.compress(request=compress_request(msgs, engine=engine, guards=cooling,
-                                                      force=True))
+    forced = engine.compress(
+        request=compress_request(msgs, engine=engine, guards=cooling, force=True)
+    )
     assert forced.outcome == "summarised" and len(recorder.jobs) == 1
 
 
@@ -200,13 +218,15 @@ def test_r6_5_feasibility_skip_after_ineffective_record_and_force_skips_it() -> 
     big_window = 200_000  # threshold 150K: the middle is far below 5 %
     after_ineffective = guards(ineffective_count=1)
     kw: dict[str, Any] = {"context_length": big_window, "keep_last_turns": 2}
-    skipped = engine.compress(request=compress_request(
-        msgs, engine=engine, guards=after_ineffective, **kw))
+    skipped = engine.compress(
+        request=compress_request(msgs, engine=engine, guards=after_ineffective, **kw)
+    )
     assert skipped.outcome == "dropped" and skipped.llm_calls == 0
     assert llm.jobs == [] and len(offline.jobs) == 1
     assert sum(1 for m in skipped.messages if is_summary(m)) == 1
-    forced = engine.compress(request=compress_request(
-        msgs, engine=engine, guards=after_ineffective, force=True, **kw))
+    forced = engine.compress(
+        request=compress_request(msgs, engine=engine, guards=after_ineffective, force=True, **kw)
+    )
     assert forced.outcome == "summarised" and len(llm.jobs) == 1
     fresh = engine.compress(request=compress_request(msgs, engine=engine, **kw))
     assert fresh.outcome == "summarised" and len(llm.jobs) == 2
@@ -221,12 +241,14 @@ def test_r5_2_noop_twice_then_anti_thrash_blocks() -> None:
     tiny = [{"role": "system", "content": "x"}, {"role": "user", "content": "hi"}]
     state = guards()
     for _ in range(2):
-        decision = engine.should_compress(request=should_request(
-            200_000, context_length=200_000, guards=state))
+        decision = engine.should_compress(
+            request=should_request(200_000, context_length=200_000, guards=state)
+        )
         assert decision.compress is True
         result = engine.compress(request=compress_request(tiny, engine=engine, guards=state))
         assert result.outcome == "noop"
         state = state.model_copy(update={"ineffective_count": state.ineffective_count + 1})
-    blocked = engine.should_compress(request=should_request(
-        200_000, context_length=200_000, guards=state))
+    blocked = engine.should_compress(
+        request=should_request(200_000, context_length=200_000, guards=state)
+    )
     assert blocked.compress is False and blocked.reason == "ineffective"

@@ -23,28 +23,72 @@ from hermes_compressor.prune import (
 @pytest.mark.parametrize(
     ("name", "args", "content", "expected"),
     [
-        ("Bash", {"command": "npm test"}, "ok\n" * 46 + "Exit code 0",
-         "[terminal] ran `npm test` -> exit 0, 47 lines output"),
-        ("execute_bash", {"command": "make"}, "x\n[The command completed with exit code 2.]",
-         "[terminal] ran `make` -> exit 2, 2 lines output"),
-        ("bash", {"command": "pytest"}, "<returncode>1</returncode>\nfail",
-         "[terminal] ran `pytest` -> exit 1, 2 lines output"),
-        ("Read", {"file_path": "config.py"}, "x" * 3400,
-         "[read_file] read config.py from line 1 (3,400 chars)"),
-        ("str_replace_editor", {"command": "view", "path": "/a.py", "view_range": [10, 20]},
-         "y" * 10, "[read_file] read /a.py from line 10 (10 chars)"),
-        ("Write", {"file_path": "b.py", "content": "print(1)"}, "File created",
-         "[write_file] wrote b.py (8 chars) -> File created"),
-        ("Edit", {"file_path": "c.py", "old_string": "foo"}, "ok",
-         "[edit_file] edited c.py replacing `foo` -> ok"),
-        ("Grep", {"pattern": "TODO", "path": "src"}, "a\nb\n\nc",
-         "[search] Grep `TODO` in src -> 3 result lines"),
-        ("WebFetch", {"url": "https://example.com"}, "z" * 50,
-         "[web] WebFetch https://example.com -> 50 chars"),
-        ("browser_click", {"index": 4}, 'title: "Home"\n' + "q" * 20,
-         "[browser] browser_click index=4 -> page 'Home', 34 chars"),
-        ("get_user_details", {"user_id": "u1"}, "{}\n{}",
-         "[get_user_details] user_id=u1 -> 5 chars, 2 lines"),
+        (
+            "Bash",
+            {"command": "npm test"},
+            "ok\n" * 46 + "Exit code 0",
+            "[terminal] ran `npm test` -> exit 0, 47 lines output",
+        ),
+        (
+            "execute_bash",
+            {"command": "make"},
+            "x\n[The command completed with exit code 2.]",
+            "[terminal] ran `make` -> exit 2, 2 lines output",
+        ),
+        (
+            "bash",
+            {"command": "pytest"},
+            "<returncode>1</returncode>\nfail",
+            "[terminal] ran `pytest` -> exit 1, 2 lines output",
+        ),
+        (
+            "Read",
+            {"file_path": "config.py"},
+            "x" * 3400,
+            "[read_file] read config.py from line 1 (3,400 chars)",
+        ),
+        (
+            "str_replace_editor",
+            {"command": "view", "path": "/a.py", "view_range": [10, 20]},
+            "y" * 10,
+            "[read_file] read /a.py from line 10 (10 chars)",
+        ),
+        (
+            "Write",
+            {"file_path": "b.py", "content": "print(1)"},
+            "File created",
+            "[write_file] wrote b.py (8 chars) -> File created",
+        ),
+        (
+            "Edit",
+            {"file_path": "c.py", "old_string": "foo"},
+            "ok",
+            "[edit_file] edited c.py replacing `foo` -> ok",
+        ),
+        (
+            "Grep",
+            {"pattern": "TODO", "path": "src"},
+            "a\nb\n\nc",
+            "[search] Grep `TODO` in src -> 3 result lines",
+        ),
+        (
+            "WebFetch",
+            {"url": "https://example.com"},
+            "z" * 50,
+            "[web] WebFetch https://example.com -> 50 chars",
+        ),
+        (
+            "browser_click",
+            {"index": 4},
+            'title: "Home"\n' + "q" * 20,
+            "[browser] browser_click index=4 -> page 'Home', 34 chars",
+        ),
+        (
+            "get_user_details",
+            {"user_id": "u1"},
+            "{}\n{}",
+            "[get_user_details] user_id=u1 -> 5 chars, 2 lines",
+        ),
     ],
 )
 def test_r6_1_informative_one_liners_per_tool_kind(
@@ -57,16 +101,22 @@ def test_r6_1_informative_one_liners_per_tool_kind(
 def test_r6_1_one_liner_is_redacted() -> None:
     """Arguments may carry credentials; the one-liner never does."""
     secret = "sk-ant-api03-" + "Ab3" * 20
-    line = describe_result("Bash", json.dumps({"command": f"export ANTHROPIC_API_KEY={secret}"}),
-                           "")
+    line = describe_result(
+        "Bash", json.dumps({"command": f"export ANTHROPIC_API_KEY={secret}"}), ""
+    )
     assert secret not in line and "[REDACTED]" in line
 
 
 def test_r6_1_dedup_keeps_newest_copy_with_200_char_floor() -> None:
     """R-6.1: identical results — only the newest full copy stays; short ones are untouched."""
     big = "same output\n" * 30
-    msgs = (tool_turn(0, big) + tool_turn(1, "tiny") + tool_turn(2, big) + tool_turn(3, "tiny")
-            + tool_turn(4, big))
+    msgs = (
+        tool_turn(0, big)
+        + tool_turn(1, "tiny")
+        + tool_turn(2, big)
+        + tool_turn(3, "tiny")
+        + tool_turn(4, big)
+    )
     stats = PruneStats()
     out = dedup_results(msgs, Compressor().count, start=0, min_chars=200, stats=stats)
     tool_texts = [text_of(m) for m in out if m["role"] == "tool"]
@@ -90,7 +140,10 @@ def test_r6_1_truncates_large_args_json_aware_and_keeps_invalid_json() -> None:
     args = json.loads(out[1]["tool_calls"][0]["function"]["arguments"])
     assert args["file_path"] == "x.py"
     assert args["content"].startswith("A" * 300) and "truncated 4,700 chars" in args["content"]
-    assert out[5]["tool_calls"][0]["function"]["arguments"] == msgs[5]["tool_calls"][0]["function"]["arguments"]
+    assert (
+        out[5]["tool_calls"][0]["function"]["arguments"]
+        == msgs[5]["tool_calls"][0]["function"]["arguments"]
+    )
     assert msgs[1]["tool_calls"][0]["function"]["arguments"].endswith('"}')  # input untouched
 
 
@@ -98,9 +151,17 @@ def test_r6_1_pending_call_arguments_never_clipped() -> None:
     """R-6.1: a call without a result yet (pending) keeps its full arguments."""
     msgs = [
         {"role": "user", "content": "write it"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "p1", "type": "function",
-             "function": {"name": "Write", "arguments": json.dumps({"content": "C" * 9000})}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "p1",
+                    "type": "function",
+                    "function": {"name": "Write", "arguments": json.dumps({"content": "C" * 9000})},
+                }
+            ],
+        },
     ]
     out, clipped = truncate_call_args(msgs, start=0, end=2, max_chars=2000, keep_chars=300)
     assert clipped == 0 and out[1] == msgs[1]
@@ -116,11 +177,15 @@ def test_r6_1_args_inside_tail_are_not_clipped_by_compress(
     msgs[6:10] = tool_turn(98, "done", name="Write", args=big_args)
     result = engine.compress(request=compress_request(msgs, engine=engine))
     assert result.outcome == "summarised"
-    tail_call = next(m for m in result.messages if m.get("tool_calls")
-                     and m["tool_calls"][0]["id"] == "call_99")
+    tail_call = next(
+        m for m in result.messages if m.get("tool_calls") and m["tool_calls"][0]["id"] == "call_99"
+    )
     assert json.loads(tail_call["tool_calls"][0]["function"]["arguments"]) == big_args
-    middle_call = next(m for m in recorder.jobs[0].messages if m.get("tool_calls")
-                       and m["tool_calls"][0]["id"] == "call_98")
+    middle_call = next(
+        m
+        for m in recorder.jobs[0].messages
+        if m.get("tool_calls") and m["tool_calls"][0]["id"] == "call_98"
+    )
     clipped = json.loads(middle_call["tool_calls"][0]["function"]["arguments"])
     assert clipped["file_path"] == "x.py" and "truncated 5,700 chars" in clipped["content"]
 
@@ -139,8 +204,9 @@ def test_r6_1_pressure_pass_demotes_finished_outputs_in_overfull_tail() -> None:
     assert text_of(out[-1]) == "new-" * 2000
     assert stats.pruned >= 1
     # under the ceiling nothing changes
-    untouched = pressure_pass(msgs, count, tail_start=0, budget=10**6, excerpt_chars=100,
-                              stats=PruneStats())
+    untouched = pressure_pass(
+        msgs, count, tail_start=0, budget=10**6, excerpt_chars=100, stats=PruneStats()
+    )
     assert untouched == msgs
 
 
@@ -159,17 +225,22 @@ def test_r6_8_blank_echoes_removed_even_when_aborted() -> None:
     settings = CompressionSettings(abort_on_summary_failure=True)
     result = engine.compress(request=compress_request(msgs, engine=engine, compression=settings))
     assert result.outcome == "aborted"
-    assert not any(m["role"] == "user" and not (m.get("content") or "").strip()
-                   for m in result.messages)
+    assert not any(
+        m["role"] == "user" and not (m.get("content") or "").strip() for m in result.messages
+    )
     assert check_invariants(result.messages) == []
     assert len(result.messages) == len(msgs) - 2
 
 
 def _prune_request(msgs: list[dict[str, object]], **kw: object) -> PruneRequest:
     engine = Compressor()
-    return PruneRequest(session_id="s", messages=msgs,
-                        current_tokens=sum(engine.count(m) for m in msgs),
-                        context_length=kw.pop("context_length", 200_000), **kw)  # type: ignore[arg-type]
+    return PruneRequest(
+        session_id="s",
+        messages=msgs,
+        current_tokens=sum(engine.count(m) for m in msgs),
+        context_length=kw.pop("context_length", 200_000),
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 def test_r11_1_proactive_prune_reclaims_large_old_outputs() -> None:
@@ -177,14 +248,17 @@ def test_r11_1_proactive_prune_reclaims_large_old_outputs() -> None:
     min_reclaim_tokens are reclaimed; the result keeps every invariant."""
     msgs = [{"role": "system", "content": "s"}]
     for i in range(10):
-        msgs += tool_turn(i, f"{i}-unique-output " * 900, name="Read",
-                          args={"file_path": f"f{i}.py"})
+        msgs += tool_turn(
+            i, f"{i}-unique-output " * 900, name="Read", args={"file_path": f"f{i}.py"}
+        )
     engine = Compressor()
     result = engine.prune_tool_results_only(request=_prune_request(msgs, context_length=60_000))
     assert result is not None and result.pruned > 0 and result.tokens_saved >= 4096
     assert check_invariants(result.messages) == []
     assert len(result.messages) == len(msgs)
-    pruned = [m for m in result.messages if text_of(m).startswith("[pruned tool output] [read_file]")]
+    pruned = [
+        m for m in result.messages if text_of(m).startswith("[pruned tool output] [read_file]")
+    ]
     assert len(pruned) == result.pruned
     assert text_of(result.messages[-2]) == msgs[-2]["content"]  # newest output in the tail
 

@@ -136,8 +136,11 @@ def test_r6_11_summary_role_choice_flip_and_merge(
 def test_r6_10_merged_summary_is_unwrapped_next_round() -> None:
     """R-6.10: a summary merged into a tail message is unwrapped (original text kept) and
     taken as the previous summary; a standalone one is dropped."""
-    head = [{"role": "system", "content": "s"}, {"role": "user", "content": "q"},
-            {"role": "assistant", "content": "a"}]
+    head = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "a"},
+    ]
     tail = [{"role": "user", "content": "latest question"}, {"role": "assistant", "content": "x"}]
     merged = inject(head, "## Goal\nship it", tail, continuation=False)
     assert len(merged) == 5 and is_summary(merged[3]) and merged[3]["role"] == "user"
@@ -145,8 +148,9 @@ def test_r6_10_merged_summary_is_unwrapped_next_round() -> None:
     extracted = extract_previous(merged)
     assert extracted.previous_summary == "## Goal\nship it"
     assert extracted.messages[3] == {"role": "user", "content": "latest question"}
-    standalone = inject(head[:1], "## Goal\nB", [{"role": "assistant", "content": "y"}],
-                        continuation=False)
+    standalone = inject(
+        head[:1], "## Goal\nB", [{"role": "assistant", "content": "y"}], continuation=False
+    )
     again = extract_previous(standalone)
     assert again.previous_summary == "## Goal\nB" and len(again.messages) == 2
 
@@ -181,16 +185,23 @@ def test_r6_11_postprocess_strips_think_redacts_restores_markers_grounds_snapsho
         f"## Critical Context\ntoken {secret}\n## Pruned Skills\nNone."
     )
     source = "please fix the flaky test in tests/test_io.py\n[SKILL_PRUNED: pdf-tools v2]"
-    out = postprocess(raw, source_text=source, snapshot_fallback="please fix the flaky test "
-                      "in tests/test_io.py", max_chars=10_000)
+    out = postprocess(
+        raw,
+        source_text=source,
+        snapshot_fallback="please fix the flaky test in tests/test_io.py",
+        max_chars=10_000,
+    )
     assert "<think>" not in out and "private reasoning" not in out
     assert secret not in out and "[REDACTED]" in out
     assert "[SKILL_PRUNED: pdf-tools v2]" in out.split("## Pruned Skills", 1)[1]
     assert "User asked" not in out
     assert "please fix the flaky test in tests/test_io.py" in out
-    grounded = postprocess("## Historical Task Snapshot\nplease fix the flaky test in "
-                           "tests/test_io.py", source_text=source, snapshot_fallback="X",
-                           max_chars=10_000)
+    grounded = postprocess(
+        "## Historical Task Snapshot\nplease fix the flaky test in tests/test_io.py",
+        source_text=source,
+        snapshot_fallback="X",
+        max_chars=10_000,
+    )
     assert "X" not in grounded
 
 

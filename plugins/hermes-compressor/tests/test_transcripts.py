@@ -17,7 +17,7 @@ from compressor_helpers import load_normalised, transcript_paths, transcripts_di
 from hermes_host.messages import is_summary
 from hermes_host.models import CompressionSettings, SummarizerSettings
 from hermes_host.testing.fake_anthropic import FakeAnthropic
-from replay_driver import replay
+from replay_driver import replay, small_window
 
 from hermes_compressor import Compressor
 
@@ -41,16 +41,6 @@ MIN_MESSAGES_FOR_THREE = 28
 """Shorter transcripts cannot hold head + 3 tail + 1 middle three times over (R-6.7)."""
 
 
-def small_window(engine: Compressor, messages: list[dict[str, object]], factor: float) -> int:
-    """A context length whose threshold (0.75 × window, the small-window floor) is the system
-    prompt plus ``factor`` × the largest of: a sixth of the rest, the biggest message, the
-    first twelve messages (so the first round has a middle at all)."""
-    system = engine.count(messages[0]) if messages[0].get("role") == "system" else 0
-    rest = [engine.count(m) for m in messages[1 if system else 0:]]
-    base = max(400, sum(rest) // 6, max(rest), sum(rest[:12]))
-    return int((system + factor * base) / 0.75) + 1
-
-
 @pytest.mark.parametrize("provider", ["offline", "anthropic"])
 @pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
 def test_transcript_compresses_three_times_and_stays_valid(
@@ -62,8 +52,9 @@ def test_transcript_compresses_three_times_and_stays_valid(
     messages = load_normalised(path)
     if provider == "anthropic":
         fake: FakeAnthropic = request.getfixturevalue("fake_server")
-        summarizer = SummarizerSettings(provider="anthropic", base_url=fake.base_url,
-                                        max_retries=0, timeout_seconds=10)
+        summarizer = SummarizerSettings(
+            provider="anthropic", base_url=fake.base_url, max_retries=0, timeout_seconds=10
+        )
     else:
         summarizer = SummarizerSettings(provider="offline")
     needed = 3 if len(messages) >= MIN_MESSAGES_FOR_THREE else (2 if len(messages) >= 8 else 0)
@@ -73,8 +64,13 @@ def test_transcript_compresses_three_times_and_stays_valid(
         if provider == "anthropic":
             fake.clear()
         try:
-            report = replay(engine, messages, context_length=small_window(engine, messages, factor),
-                            summarizer=summarizer, settings=CompressionSettings())
+            report = replay(
+                engine,
+                messages,
+                context_length=small_window(engine, messages, factor),
+                summarizer=summarizer,
+                settings=CompressionSettings(),
+            )
         finally:
             engine.close()
         assert report.problems == [], (factor, report.problems)

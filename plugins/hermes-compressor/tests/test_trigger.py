@@ -89,15 +89,18 @@ def test_r5_1_cooldown_blocks_until_deadline_then_force() -> None:
     engine = Compressor()
     now = 1_000_000.0
     cooling = guards(now=now, cooldown_until=now + 42.2)
-    blocked = engine.should_compress(request=should_request(600_000, context_length=LARGE,
-                                                            guards=cooling))
+    blocked = engine.should_compress(
+        request=should_request(600_000, context_length=LARGE, guards=cooling)
+    )
     assert blocked.compress is False and blocked.reason == "cooldown:43"
-    forced = engine.should_compress(request=should_request(600_000, context_length=LARGE,
-                                                           guards=cooling, force=True))
+    forced = engine.should_compress(
+        request=should_request(600_000, context_length=LARGE, guards=cooling, force=True)
+    )
     assert forced.compress is True
     expired = guards(now=now + 43, cooldown_until=now + 42.2)
-    later = engine.should_compress(request=should_request(600_000, context_length=LARGE,
-                                                          guards=expired))
+    later = engine.should_compress(
+        request=should_request(600_000, context_length=LARGE, guards=expired)
+    )
     assert later.compress is True
 
 
@@ -110,12 +113,14 @@ def test_r5_2_anti_thrash(ineffective: int, fallbacks: int, blocked: bool) -> No
     compression (reason ``ineffective``); force overrides."""
     engine = Compressor()
     state = guards(ineffective_count=ineffective, fallback_streak=fallbacks)
-    auto = engine.should_compress(request=should_request(600_000, context_length=LARGE,
-                                                         guards=state))
+    auto = engine.should_compress(
+        request=should_request(600_000, context_length=LARGE, guards=state)
+    )
     assert auto.compress is (not blocked)
     assert auto.reason == ("ineffective" if blocked else None)
-    forced = engine.should_compress(request=should_request(600_000, context_length=LARGE,
-                                                           guards=state, force=True))
+    forced = engine.should_compress(
+        request=should_request(600_000, context_length=LARGE, guards=state, force=True)
+    )
     assert forced.compress is True
 
 
