@@ -405,6 +405,7 @@ def _redact(text: str, request: BaseModel) -> str:
     """Remove request text from an exception message: whole string leaves of 6+ characters,
     and any long word (12+ chars, or 8+ with a digit — keys and tokens look like that) that
     occurs anywhere in the request."""
+    text = text[: _MAX_ERROR_CHARS * 4]  # bound the work: an exception may quote megabytes
     leaves = sorted({s for s in _request_strings(request) if len(s) >= 6}, key=len, reverse=True)
     for leaf in leaves:
         if leaf in text:

@@ -387,3 +387,17 @@ def test_r6_6_compress_answers_hold_one_summary_and_keep_the_system_prompt() -> 
     assert bad.provenance is Provenance.INVALID and "outcome: Input should be" in bad.error
     assert "exploded" not in bad.error
     assert request.messages == window()
+
+
+def test_r10_2_a_huge_exception_message_is_bounded_and_redacted() -> None:
+    from hermes_host import hookimpl
+
+    class Quotes:
+        @hookimpl
+        def should_compress(self, request):  # type: ignore[no-untyped-def]
+            raise ValueError("x" * 2_000_000 + request.messages[-1]["content"])
+
+    fenced = HookRunner(make_pm(q=Quotes())).call("q", "should_compress", should_request())
+    assert fenced.provenance is Provenance.ERROR
+    assert len(fenced.error) < 400 and fenced.error.endswith("...")
+    assert SECRET not in fenced.error
