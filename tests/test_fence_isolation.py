@@ -125,12 +125,12 @@ def test_r10_2_plugin_error_message_is_kept_when_it_holds_no_request_text() -> N
 
 
 def test_r10_2_system_exit_inside_a_plugin_is_contained() -> None:
-    runner = HookRunner(make_pm(quitter=Raiser(SystemExit(3))))
+    runner = HookRunner(make_pm(quitter=Raiser(SystemExit(3)), d=Decider()))
     fenced = runner.call("quitter", "should_compress", should_request())
     assert fenced.provenance is Provenance.ERROR and fenced.error_type == "SystemExit"
-    # the worker survived: the next call is served normally
-    ok = HookRunner(make_pm(d=Decider())).call("d", "should_compress", should_request())
-    assert ok.adopted
+    # the worker survived and served the next call: still one thread in the pool
+    assert runner.call("d", "should_compress", should_request()).adopted
+    assert runner.pool_state()["threads"] == 1
 
 
 def test_r10_2_caller_request_untouched_when_the_plugin_mutates_its_snapshot() -> None:
