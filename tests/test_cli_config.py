@@ -104,11 +104,15 @@ def test_validate_missing_memory_provider_is_only_a_warning(
     fake: FakeInstall, tmp_path: Path
 ) -> None:
     standard_install(fake)
-    config = write_config(tmp_path, "context:\n  engine: alpha\n")  # providers: [markdown]
+    config = write_config(
+        tmp_path, "context:\n  engine: alpha\nmemory:\n  providers: [ghost, notes]\n"
+    )
     code, out, err = _validate("--config", str(config))
     assert code == 0
     assert "valid" in out
-    assert "warning:" in err and "'markdown' not installed" in err
+    assert "warning:" in err
+    assert "memory.providers: 'ghost' not installed; installed memory providers: notes" in err
+    assert "memory providers: notes" in out
 
 
 def test_validate_json_and_config_from_environment(

@@ -49,24 +49,28 @@ def test_doctor_reports_a_broken_selected_engine_exit_1(
     fake: FakeInstall, tmp_path: Path
 ) -> None:
     standard_install(fake)
-    config = write_config(tmp_path, "context:\n  engine: broken\n")
+    config = write_config(tmp_path, "context:\n  engine: broken\nmemory:\n  providers: [ghost]\n")
     code, report = _doctor("--config", str(config))
     checks = _checks(report)
     assert code == 1 and report["healthy"] is False
     status, detail = checks["engines selected"]
     assert status == "fail" and "'broken' (acme-broken 0.0.7) failed to load" in detail
     # a missing memory provider is a warning, not a failure
-    assert checks["memory provider markdown"][0] != "fail"
+    assert checks["memory provider ghost"] == ("warn", "'ghost' not installed")
 
 
 def test_doctor_missing_memory_provider_is_a_warning_only(
     fake: FakeInstall, tmp_path: Path
 ) -> None:
     standard_install(fake)
-    config = write_config(tmp_path, f"context:\n  engine: alpha\nstore:\n  url: {tmp_path}/s.db\n")
+    config = write_config(
+        tmp_path,
+        "context:\n  engine: alpha\nmemory:\n  providers: [ghost]\n"
+        f"store:\n  url: {tmp_path}/s.db\n",
+    )
     code, report = _doctor("--config", str(config))
-    status, detail = _checks(report)["memory provider markdown"]
-    assert code == 0 and status == "warn" and "'markdown' not installed" in detail
+    status, detail = _checks(report)["memory provider ghost"]
+    assert code == 0 and status == "warn" and "'ghost' not installed" in detail
 
 
 def test_doctor_invalid_config_and_unwritable_store(fake: FakeInstall, tmp_path: Path) -> None:
