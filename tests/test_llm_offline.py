@@ -214,6 +214,25 @@ def test_update_round_preserves_and_continues_numbering_r6_6() -> None:
     assert s1["Goal"] == "Fix the config loader in src/app/config.py."
 
 
+def test_update_round_over_an_llm_written_summary_r6_6() -> None:
+    """The previous summary may come from the LLM (looser format): nothing is lost."""
+    previous = (
+        "[CONTEXT SUMMARY]: ## Historical Task Snapshot\nBuild the billing API.\n\n"
+        "## Completed Actions\n1. 2026-11-30 deployed api to staging\n- ran the migrations\n\n"
+        "## Blocked\n- `psql: FATAL: role \"ci\" does not exist` — from RAN `psql -U ci`\n\n"
+        "## Relevant Files\n- `api/app.py` (changed)\n"
+    )
+    new = tool_turn("p1", "bash", {"command": "pytest -q"}, "3 passed\n<returncode>0</returncode>")
+    s = assert_eleven_sections(summarize(new, previous_summary=previous))
+    lines = s["Completed Actions"].splitlines()
+    assert lines[0] == "1. 2026-11-30 deployed api to staging"
+    assert lines[1] == "2. ran the migrations"
+    assert lines[2].startswith("3. RAN `pytest -q` — exit 0")
+    assert s["Historical Task Snapshot"] == "Build the billing API."
+    assert "psql: FATAL" in s["Blocked"]  # not resolved by an unrelated step
+    assert "`api/app.py`" in s["Relevant Files"]
+
+
 def test_update_round_on_a_real_transcript_keeps_numbering() -> None:
     messages = max(transcript_files(), key=lambda p: p.stat().st_size)
     msgs = load_transcript(messages)

@@ -608,88 +608,130 @@ class OfflineSummarizer:
         # largest transcript and keeps a bare secret out of the identifier index.
         messages = redact_messages([m for m in (job.messages or []) if isinstance(m, dict)])
         facts = _Extractor(messages).run()
-        previous = parse_sections(job.previous_summary) if job.previous_summary else {}
-        today = job.today.isoformat() if job.today is not None else None
-        focus = _focus_matcher(job.focus_topic)
-        items: list[_Item] = []
-        fixed: dict[str, str] = {}
+        composer = _Composer(self, job, facts)
+        # Defence in depth: the job's messages should already be redacted (R-7.1).
+        return redact(composer.compose())
 
-        # Historical Task Snapshot + Goal -------------------------------------------------
+
+class _Composer:
+    """Turns extracted facts (+ the previous summary) into section items, then assembles."""
+
+    def __init__(self, owner: OfflineSummarizer, job: SummaryJob, facts: _Facts) -> None:
+        self.owner = owner
+        self.job = job
+        self.facts = facts
+        self.previous = parse_sections(job.previous_summary) if job.previous_summary else {}
+        self.today = job.today.isoformat() if job.today is not None else None
+        self.focus = _FocusMatcher(job.focus_topic)
+        self.items: list[_Item] = []
+        self.fixed: dict[str, str] = {}
+        prev_goal = self.previous.get("Goal", "")
+        prev_unattended = CRON_GOAL in prev_goal or (
+            self.previous.get("Resolved Questions", "").strip() == NO_USER_QUESTIONS
+        )
+        self.unattended = not facts.user_requests and (not self.previous or prev_unattended)
+
+    def add(self, section: str, text: str, priority: int, order: int) -> None:
+        self.items.append(_Item(section, text, priority, order, self.focus(text)))
+
+    def compose(self) -> str:
+        self.snapshot_and_goal()
+        self.constraints()
+        self.actions()
+        self.active_state()
+        self.blocked()
+        self.decisions()
+        self.questions()
+        self.files()
+        self.critical_context()
+        skills = _dedupe(_SKILL_RE.findall(self.previous.get("Pruned Skills", ""))
+                         + self.facts.skills)
+        self.fixed["Pruned Skills"] = "\n".join(skills) if skills else "None."
+        root = _project_root(self.facts.files)
+        if root:
+            prefix = root + "/"
+            for item in self.items:
+                if item.section in _SHORTENED:
+                    item.text = item.text.replace(prefix, "")
+            self.add("Active State", f"- Project root: `{root}` (relative paths in this "
+                     "summary are below it)", 90, -1)
+        return _assemble(self.fixed, self.items, self.job.budget_tokens, self.focus.active)
+
+    # -- sections ------------------------------------------------------------------------
+
+    def snapshot_and_goal(self) -> None:
+        facts, previous = self.facts, self.previous
         prev_snapshot = previous.get("Historical Task Snapshot", "").strip()
         prev_goal = previous.get("Goal", "").strip()
-        prev_unattended = CRON_GOAL in prev_goal or (
-            previous.get("Resolved Questions", "").strip() == NO_USER_QUESTIONS
-        )
-        snapshot_cap = max(400, int(job.budget_tokens * 4 * 0.30))
+        snapshot_cap = max(400, int(self.job.budget_tokens * 4 * 0.30))
         if prev_snapshot:
-            fixed["Historical Task Snapshot"] = prev_snapshot
+            self.fixed["Historical Task Snapshot"] = prev_snapshot
         elif facts.user_requests:
-            fixed["Historical Task Snapshot"] = _truncate_verbatim(facts.user_requests[0],
-                                                                   snapshot_cap)
+            self.fixed["Historical Task Snapshot"] = _truncate_verbatim(
+                facts.user_requests[0], snapshot_cap)
         else:
-            fixed["Historical Task Snapshot"] = (
-                "No user request in this span. "
-                + (f"The agent's first stated step: {facts.first_assistant}"
-                   if facts.first_assistant else "Only tool activity was recorded.")
+            self.fixed["Historical Task Snapshot"] = "No user request in this span. " + (
+                f"The agent's first stated step: {facts.first_assistant}"
+                if facts.first_assistant else "Only tool activity was recorded."
             )
-        unattended = not facts.user_requests and (not previous or prev_unattended)
-        if unattended:
+        if self.unattended:
             goal = CRON_GOAL
             objective = facts.first_assistant or _first_line(prev_goal.replace(CRON_GOAL, ""))
             if objective:
                 goal += f"\nInferred objective: {objective}"
-            fixed["Goal"] = goal
         elif facts.user_requests:
             latest = facts.user_requests[-1]
             if len(facts.user_requests) == 1 and not prev_snapshot:
                 # the snapshot already quotes it in full: state the objective briefly
-                goal = _clip(_sentences(latest)[0] if _sentences(latest) else latest, 300)
+                goal = _clip((_sentences(latest) or [latest])[0], 300)
             else:
                 goal = "Latest user request: " + _truncate_verbatim(latest, 600)
-            fixed["Goal"] = goal
         else:
-            fixed["Goal"] = prev_goal or "Continue the task in the snapshot above."
+            goal = prev_goal or "Continue the task in the snapshot above."
+        self.fixed["Goal"] = goal
 
-        # Constraints --------------------------------------------------------------------
-        constraints = _dedupe(_bullets(previous.get("Constraints & Preferences", ""))
-                              + facts.constraints)
-        for n, c in enumerate(constraints):
-            items.append(_Item("Constraints & Preferences", f"- {_clip(c, 300)}", 60, n,
-                               focus(c)))
+    def constraints(self) -> None:
+        carried = _bullets(self.previous.get("Constraints & Preferences", ""))
+        for n, c in enumerate(_dedupe(carried + self.facts.constraints)):
+            self.add("Constraints & Preferences", f"- {_clip(c, 300)}", 60, n)
 
-        # Completed Actions (numbering continues the previous summary's) --------------------
-        prev_actions: list[tuple[int, str]] = []
-        for line in previous.get("Completed Actions", "").splitlines():
-            m = re.match(r"^\s*(\d+)[.)]\s+(.*\S)", line)
-            if m:
-                prev_actions.append((int(m.group(1)), m.group(2)))
-            elif re.match(r"^\s*\d+\s*[–-]\s*\d+[.)]", line):  # a condensed range line
-                prev_actions.append((int(re.findall(r"\d+", line)[1]), line.strip()))
-        next_n = max((n for n, _ in prev_actions), default=0) + 1
-        action_lines: list[tuple[int, str, bool]] = []
-        for n, text in prev_actions:
-            rendered = text if re.match(r"^\s*\d+\s*[–-]", text) else f"{n}. {text}"
-            action_lines.append((n, rendered, focus(text)))
-        new_actions = facts.actions[-self.max_actions:]
-        skipped = len(facts.actions) - len(new_actions)
+    def actions(self) -> None:
+        """Previous actions verbatim (PRESERVE), then the new ones, numbering continued."""
+        lines: list[str] = []
+        last = 0
+        for raw in self.previous.get("Completed Actions", "").splitlines():
+            line = raw.strip()
+            if not line or line.lower().startswith("none"):
+                continue
+            rng = re.match(r"^(\d+)\s*[–-]\s*(\d+)[.)]\s", line)  # a condensed range
+            num = re.match(r"^(\d+)[.)]\s+(.*\S)", line)
+            if rng:
+                last = max(last, int(rng.group(2)))
+                lines.append(line)
+            elif num:
+                last = max(last, int(num.group(1)))
+                lines.append(f"{int(num.group(1))}. {num.group(2)}")
+            else:  # an un-numbered bullet from an LLM-written summary: number it
+                last += 1
+                lines.append(f"{last}. {line[2:] if line.startswith(('- ', '* ')) else line}")
+        next_n = last + 1
+        new_actions = self.facts.actions[-self.owner.max_actions:]
+        skipped = len(self.facts.actions) - len(new_actions)
         if skipped:
-            action_lines.append((next_n + skipped - 1,
-                                 f"{next_n}–{next_n + skipped - 1}. (earlier actions of this "
-                                 f"span condensed: {skipped} tool calls)", False))
+            lines.append(f"{next_n}–{next_n + skipped - 1}. (earlier actions of this span "
+                         f"condensed: {skipped} tool calls)")
             next_n += skipped
         for action in new_actions:
-            line = action.render(next_n, today)
-            action_lines.append((next_n, line, focus(line)))
+            lines.append(action.render(next_n, self.today))
             next_n += 1
-        total_actions = len(action_lines)
-        for idx, (_n, line, is_focus) in enumerate(action_lines):
+        for idx, line in enumerate(lines):
             # recent actions matter more than old ones
-            prio = 40 + int(30 * (idx + 1) / max(1, total_actions))
-            items.append(_Item("Completed Actions", line, prio, idx, is_focus))
+            self.add("Completed Actions", line, 40 + int(30 * (idx + 1) / len(lines)), idx)
 
-        # Active State -------------------------------------------------------------------
+    def active_state(self) -> None:
+        facts = self.facts
+        prev_state = _bullets(self.previous.get("Active State", ""))
         state: list[str] = []
-        prev_state = _bullets(previous.get("Active State", ""))
         if facts.cwd:
             state.append(f"Working directory: `{facts.cwd}`")
         else:
@@ -707,59 +749,54 @@ class OfflineSummarizer:
             last = facts.actions[-1]
             state.append(f"Last action: {last.verb} {last.target} — {last.outcome}")
         for n, s in enumerate(state):
-            items.append(_Item("Active State", f"- {s}", 85, n, focus(s)))
+            self.add("Active State", f"- {s}", 85, n)
 
-        # Blocked: errors whose target has not succeeded since ----------------------------
+    def blocked(self) -> None:
+        """Exact errors whose step has not succeeded since; resolved ones are dropped."""
         latest_by_key: dict[str, _Action] = {}
-        for action in facts.actions:
+        for action in self.facts.actions:
             latest_by_key[action.key] = action
-        blocked: list[str] = []
-        resolved_targets = {a.target for a in facts.actions if a.ok}
-        for line in _bullets(previous.get("Blocked", "")):
-            if not any(t in line for t in resolved_targets if len(t) > 4):
-                blocked.append(line)
+        resolved_targets = {a.target for a in self.facts.actions if a.ok}
+        blocked = [line for line in _bullets(self.previous.get("Blocked", ""))
+                   if not any(t in line for t in resolved_targets if len(t) > 4)]
         for action in latest_by_key.values():
             if not action.ok and action.error:
                 blocked.append(f"`{action.error}` — from {action.verb} {action.target} "
                                f"[tool: {action.tool}]")
-        blocked = _dedupe(blocked)[-12:]
-        for n, b in enumerate(blocked):
-            items.append(_Item("Blocked", f"- {b}", 80, n, focus(b)))
+        for n, b in enumerate(_dedupe(blocked)[-12:]):
+            self.add("Blocked", f"- {b}", 80, n)
 
-        # Key Decisions ------------------------------------------------------------------
-        decisions = _dedupe(_bullets(previous.get("Key Decisions", "")) + facts.decisions)
-        for n, d in enumerate(decisions[-40:]):
-            items.append(_Item("Key Decisions", f"- {_clip(d, 320)}", 50, n, focus(d)))
+    def decisions(self) -> None:
+        carried = _bullets(self.previous.get("Key Decisions", ""))
+        for n, d in enumerate(_dedupe(carried + self.facts.decisions)[-40:]):
+            self.add("Key Decisions", f"- {_clip(d, 320)}", 50, n)
 
-        # Resolved Questions -------------------------------------------------------------
-        questions = _bullets(previous.get("Resolved Questions", ""))
-        questions = [q for q in questions if q != NO_USER_QUESTIONS]
-        questions += [q if q.startswith("Q: ") else f"Q: {q} → A: (no answer recorded)"
-                      for q in facts.questions]
-        questions = _dedupe(questions)
-        if unattended:
-            fixed["Resolved Questions"] = NO_USER_QUESTIONS
-        for n, q in enumerate(questions[-20:]):
-            items.append(_Item("Resolved Questions", f"- {_clip(q, 420)}", 45, n, focus(q)))
+    def questions(self) -> None:
+        carried = [q for q in _bullets(self.previous.get("Resolved Questions", ""))
+                   if q != NO_USER_QUESTIONS]
+        new = [q if q.startswith("Q: ") else f"Q: {q} → A: (no answer recorded)"
+               for q in self.facts.questions]
+        if self.unattended:
+            self.fixed["Resolved Questions"] = NO_USER_QUESTIONS
+        for n, q in enumerate(_dedupe(carried + new)[-20:]):
+            self.add("Resolved Questions", f"- {_clip(q, 420)}", 45, n)
 
-        # Relevant Files -----------------------------------------------------------------
-        prev_files = [re.sub(r"^`([^`]+)`.*$", r"\1", f) for f in
-                      _bullets(previous.get("Relevant Files", ""))]
-        files = _rank_files(facts, prev_files)
-        for n, (path, note) in enumerate(files[:60]):
-            items.append(_Item("Relevant Files", f"- `{path}`{note}", 35 - min(n, 30) // 3, n,
-                               focus(path)))
+    def files(self) -> None:
+        carried = [re.sub(r"^`([^`]+)`.*$", r"\1", f)
+                   for f in _bullets(self.previous.get("Relevant Files", ""))]
+        for n, (path, note) in enumerate(_rank_files(self.facts, carried)[:60]):
+            self.add("Relevant Files", f"- `{path}`{note}", 35 - min(n, 30) // 3, n)
 
-        # Critical Context ---------------------------------------------------------------
+    def critical_context(self) -> None:
+        facts, job = self.facts, self.job
         ctx: list[tuple[str, int]] = []
         if job.memory_context and job.memory_context.strip():
             mem = redact(job.memory_context.strip())
-            ctx.append((f"Memory context (source: memory providers): "
-                        f"{_clip(mem, 1200)}", 75))
-        if facts.redacted or any(REDACTED in s for s in previous.values()):
+            ctx.append((f"Memory context (source: memory providers): {_clip(mem, 1200)}", 75))
+        if facts.redacted or any(REDACTED in s for s in self.previous.values()):
             ctx.append(("Credentials were present in the conversation; their values are "
                         f"{REDACTED} and must be re-read from the environment, not guessed.", 90))
-        for line in _bullets(previous.get("Critical Context", "")):
+        for line in _bullets(self.previous.get("Critical Context", "")):
             if not line.startswith(("Credentials were present", "Memory context")):
                 ctx.append((line, 30))
         errors = [_clip(e, 120) for e, _ in facts.errors.most_common(4)]
@@ -769,35 +806,19 @@ class OfflineSummarizer:
             urls = sorted(facts.urls, key=lambda u: (-facts.urls[u], u))[:10]
             ctx.append(("URLs: " + ", ".join(urls), 28))
         idents = sorted(facts.identifiers, key=lambda s: (-facts.identifiers[s], s))
-        idents = idents[: self.max_identifiers]
-        if focus.active:
-            idents.sort(key=lambda s: not focus(s))
-        figures = sorted(facts.figures, key=lambda s: (-facts.figures[s], s))[:15]
-        chunk = 10
-        for start in range(0, len(idents), chunk):
-            part = idents[start:start + chunk]
+        idents = idents[: self.owner.max_identifiers]
+        if self.focus.active:
+            idents.sort(key=lambda s: not self.focus(s))
+        for start in range(0, len(idents), 10):
+            part = idents[start:start + 10]
             # the first chunk is the index's core: kept before errors and URLs
             ctx.append(("Identifiers: " + ", ".join(f"`{s}`" for s in part),
-                        70 if start == 0 else 26 - min(start // chunk, 20)))
+                        70 if start == 0 else 26 - min(start // 10, 20)))
+        figures = sorted(facts.figures, key=lambda s: (-facts.figures[s], s))[:15]
         if figures:
             ctx.append(("Figures: " + ", ".join(figures), 22))
         for n, (line, prio) in enumerate(_dedupe_pairs(ctx)):
-            items.append(_Item("Critical Context", f"- {line}", prio, n, focus(line)))
-
-        # Pruned Skills: verbatim, never trimmed -------------------------------------------
-        skills = _dedupe(_SKILL_RE.findall(previous.get("Pruned Skills", "")) + facts.skills)
-        fixed["Pruned Skills"] = "\n".join(skills) if skills else "None."
-
-        root = _project_root(facts.files)
-        if root:
-            prefix = root + "/"
-            for item in items:
-                if item.section in _SHORTENED:
-                    item.text = item.text.replace(prefix, "")
-            items.append(_Item("Active State", f"- Project root: `{root}` (relative paths in "
-                               "this summary are below it)", 90, -1))
-        # Defence in depth: the job's messages should already be redacted (R-7.1).
-        return redact(_assemble(fixed, items, job.budget_tokens, focus.active))
+            self.add("Critical Context", f"- {line}", prio, n)
 
 
 # --------------------------------------------------------------------------------------------
@@ -813,10 +834,6 @@ class _FocusMatcher:
 
     def __call__(self, text: str) -> bool:
         return bool(self._re and self._re.search(text))
-
-
-def _focus_matcher(topic: str | None) -> _FocusMatcher:
-    return _FocusMatcher(topic)
 
 
 def _truncate_verbatim(text: str, limit: int) -> str:
