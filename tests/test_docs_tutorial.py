@@ -81,10 +81,12 @@ def test_selected_as_on_the_page_it_decides_when_to_compress(
             session.add_assistant(f"answer {turn}: item {turn} is fine.")
             outcomes.append(session.end_turn())
     first = outcomes[0]
-    assert first.decided_by == "count_trigger"
+    assert first.decided_by == "engine:count_trigger"
     assert (first.decision.compress, first.decision.reason) == (False, "below_message_limit")
     assert first.window_tokens < 200, "tokens alone would never trigger compression here"
     compressed = [o for o in outcomes if o.decision.compress]
     assert compressed, [o.decision for o in outcomes]
-    assert compressed[0].decided_by == "count_trigger"
+    assert compressed[0].decided_by == "engine:count_trigger"
     assert compressed[0].decision.reason.endswith("messages > 6")
+    report = compressed[0].compression
+    assert report is not None and report.status in ("committed", "not_committed"), report
