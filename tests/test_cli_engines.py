@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 from pathlib import Path
 
@@ -140,3 +141,17 @@ def test_engines_list_with_an_invalid_config_warns_and_imports_nothing(
     ours = [row for row in json.loads(result.stdout) if row["distribution"].startswith("acme-")]
     assert len(ours) == 4 and {row["status"] for row in ours} == {"not loaded"}
     assert not fake.imported("acme_good")
+
+
+def test_engines_list_when_no_plugin_is_installed_at_all(
+    fake: FakeInstall, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake.activate(allow=None)
+    monkeypatch.setattr(importlib.metadata, "entry_points",
+                        lambda **_: importlib.metadata.EntryPoints(()))
+    result = CliRunner().invoke(cli, ["engines", "list"])
+    assert result.exit_code == 0
+    assert result.stdout.strip() == "No engines or memory providers are installed."
+    assert "engine 'compressor' is selected but not installed" in result.stderr
+    as_json = CliRunner().invoke(cli, ["engines", "list", "--json"])
+    assert as_json.exit_code == 0 and json.loads(as_json.stdout) == []
