@@ -760,9 +760,11 @@ class _Composer:
         blocked = [line for line in _bullets(self.previous.get("Blocked", ""))
                    if not any(t in line for t in resolved_targets if len(t) > 4)]
         for action in latest_by_key.values():
-            if not action.ok and action.error:
-                blocked.append(f"`{action.error}` — from {action.verb} {action.target} "
-                               f"[tool: {action.tool}]")
+            if action.ok or action.outcome == "no result recorded":
+                continue
+            what = action.error or action.outcome.split(",")[0]  # e.g. "exit 2"
+            blocked.append(f"`{what}` — from {action.verb} {action.target} "
+                           f"[tool: {action.tool}]")
         for n, b in enumerate(_dedupe(blocked)[-12:]):
             self.add("Blocked", f"- {b}", 80, n)
 
