@@ -45,6 +45,7 @@ _COMMANDS: list[tuple[str, str]] = [
     ("replay", "replay"),
     ("demo", "demo"),
     ("sessions", "sessions"),
+    ("eval", "eval_cmd"),
 ]
 
 _register()

@@ -1,0 +1,173 @@
+"""``hermes-host eval TRANSCRIPT.jsonl… [--engines A,B+C] [--json]``: compare engine sets.
+
+Every transcript is replayed with every engine set through a real host (a fresh temporary
+store each, the real fence, the installed engines), and the command reports per transcript
+and overall: model calls, tokens sent per call, auxiliary LLM calls, compressions, invariant
+violations and needed-later recall (see ``docs/evaluation.md``).  Progress goes to stderr;
+the table, or with ``--json`` exactly one JSON object, to stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+
+from hermes_host.config import ConfigError, HermesConfig
+from hermes_host.evaluation import (
+    EngineSet,
+    EvalRun,
+    check_engine_sets,
+    evaluate,
+    parse_engine_sets,
+    summarise_runs,
+)
+from hermes_host.plugins import PluginError
+from hermes_host.store import StoreError
+from hermes_host.transcripts import TranscriptError, load_transcript
+
+from .config_cmd import config_option, console, fail, load_config_or_fail
+from .replay import with_context_length
+
+__all__ = ["eval_cmd"]
+
+
+def _configured_set(config: HermesConfig) -> EngineSet:
+    chain = config.context.hooks.get("select_context") or []
+    return EngineSet(config.context.engine, tuple(n for n in chain if n != config.context.engine))
+
+
+def _fmt_recall(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+@click.command("eval")
+@click.argument(
+    "transcripts", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False)
+)
+@config_option
+@click.option(
+    "--engines",
+    "engine_spec",
+    default=None,
+    help="Comma-separated engine sets to compare; '+' joins the engines of one set, the first "
+    "answering the lifecycle hooks and the rest forming the select_context chain, e.g. "
+    "'compressor,compressor+retrieval,compressor+topic_router+retrieval'. "
+    "Default: the configured set.",
+)
+@click.option(
+    "--context-length",
+    type=click.IntRange(min=256),
+    default=None,
+    help="Override model.context_length (tokens) for every run: the same visible budget.",
+)
+@click.option(
+    "--summarizer",
+    type=click.Choice(["offline", "config"]),
+    default="offline",
+    show_default=True,
+    help="offline: the deterministic offline summariser (reproducible, free); "
+    "config: the configured summarizer section.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+def eval_cmd(
+    transcripts: tuple[Path, ...],
+    config_path: Path | None,
+    engine_spec: str | None,
+    context_length: int | None,
+    summarizer: str,
+    as_json: bool,
+) -> None:
+    """Replay transcripts with each engine set and compare tokens, calls and recall.
+
+    Needed-later recall: of the artifacts (file paths, snake_case/CamelCase identifiers,
+    error class names, URLs, hex ids) that appeared before a compression and are used again
+    after it, the share visible in the request right after the compression.
+    """
+    config, _ = load_config_or_fail(config_path)
+    config = with_context_length(config, context_length)
+    if summarizer == "offline":
+        settings = config.summarizer.model_copy(update={"provider": "offline"})
+        config = config.model_copy(update={"summarizer": settings})
+    try:
+        sets = parse_engine_sets(engine_spec) if engine_spec else [_configured_set(config)]
+    except ValueError as exc:
+        fail(f"error: --engines: {exc}")
+    for path in transcripts:
+        # Every file is read and validated before any replay starts: a typo in the fifth
+        # file must not cost the first four replays.
+        try:
+            load_transcript(path)
+        except TranscriptError as exc:
+            fail(f"error: {exc}")
+    try:
+        check_engine_sets(config, sets)
+    except PluginError as exc:
+        fail(f"error: {exc}")
+
+    def on_run(run: EvalRun) -> None:
+        click.echo(
+            f"eval {run.transcript} [{run.engines}]: {run.model_calls} calls, "
+            f"{run.compressions} compressions, recall {_fmt_recall(run.recall)} "
+            f"({run.seconds:.1f}s)",
+            err=True,
+        )
+
+    try:
+        runs = evaluate(config, list(transcripts), sets, on_run=on_run)
+    except (TranscriptError, ConfigError, PluginError, StoreError) as exc:
+        fail(f"error: {exc}")
+    overall = summarise_runs(runs)
+    report: dict[str, Any] = {
+        "context_length": config.model.context_length,
+        "summarizer": config.summarizer.provider,
+        "engine_sets": [s.label for s in sets],
+        "runs": [r.as_dict() for r in runs],
+        "overall": overall,
+    }
+    if as_json:
+        sys.stdout.write(json.dumps(report, ensure_ascii=False) + "\n")
+        return
+    _print(runs, overall, report)
+
+
+def _print(runs: list[EvalRun], overall: dict[str, dict[str, Any]], report: dict[str, Any]) -> None:
+    out = console()
+    table = Table(title=f"hermes-host eval (context length {report['context_length']:,})")
+    for column in ("transcript", "engines", "calls", "tokens/call", "compressions",
+                   "aux LLM", "recall", "needed", "violations"):
+        table.add_column(column, justify="left" if column in ("transcript", "engines") else "right")
+    for run in runs:
+        table.add_row(
+            run.transcript,
+            run.engines,
+            str(run.model_calls),
+            f"{run.mean_tokens:,.0f}",
+            str(run.compressions),
+            str(run.aux_llm_calls),
+            _fmt_recall(run.recall),
+            str(sum(p.needed for p in run.points)),
+            str(run.invariant_violations),
+        )
+    out.print(table)
+    summary = Table(title="overall")
+    for column in ("engines", "transcripts with recall", "median recall", "mean recall",
+                   "tokens/call", "calls", "compressions", "aux LLM", "violations"):
+        summary.add_column(column, justify="left" if column == "engines" else "right")
+    for label, row in overall.items():
+        summary.add_row(
+            label,
+            f"{row['transcripts_with_recall']}/{row['transcripts']}",
+            _fmt_recall(row["median_needed_later_recall"]),
+            _fmt_recall(row["mean_needed_later_recall"]),
+            f"{row['mean_tokens_per_call']:,.0f}",
+            str(row["model_calls"]),
+            str(row["compressions"]),
+            str(row["aux_llm_calls"]),
+            str(row["invariant_violations"]),
+        )
+    out.print(summary)
