@@ -111,3 +111,24 @@ def test_named_after_does_not_confuse_nested_hook_names() -> None:
     assert _named_after("should_compress", "test_should_compress_below_threshold")
     assert not _named_after("compress", "test_on_pre_compress_collects")
     assert not _named_after("compress", "test_compression_rotates")
+
+
+def test_the_writing_a_plugin_example_runs_as_documented() -> None:
+    """The first Python example of docs/hooks.md is a complete engine: load and call it."""
+    from hermes_host import GuardState, ShouldCompressRequest
+    from hermes_host.config import parse_config
+    from hermes_host.plugins import load_plugins
+
+    blocks = re.findall(r"```python\n(.*?)```", DOCS.read_text(encoding="utf-8"), flags=re.S)
+    namespace: dict[str, Any] = {}
+    exec(compile(blocks[0], "docs/hooks.md", "exec"), namespace)
+    engine = namespace["MyEngine"](options={"ratio": 0.25})
+    cfg = parse_config({"context": {"engine": "myengine"}, "memory": {"providers": []}})
+    pm = load_plugins(cfg, extra={"myengine": engine}).pm
+
+    def ask(tokens: int) -> bool:
+        request = ShouldCompressRequest(session_id="s", messages=[], current_tokens=tokens,
+                                        context_length=1000, guards=GuardState(now=0.0))
+        return bool(pm.hook.should_compress(request=request).compress)
+
+    assert ask(250) is True and ask(249) is False
