@@ -33,6 +33,7 @@ injections are per-request by design and are not part of this check.
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import json
 import os
 import time
@@ -321,6 +322,32 @@ class ContextHost:
         return self.runner.broadcast(hook, self.providers, request, timeout=timeout)
 
 
+def _needs_repair(messages: Sequence[Message]) -> bool:
+    """Cheap scan: does any call lack its result, or any result lack its call?"""
+    pending: set[str] = set()
+    for message in messages:
+        role = message.get("role")
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in pending:
+                return True
+            pending.discard(call_id)
+            continue
+        if pending:
+            return True
+        if role == "assistant":
+            pending = set(tool_call_ids(message))
+    return bool(pending)
+
+
+def _needs_merge(messages: Sequence[Message]) -> bool:
+    """Cheap scan: are two user or two assistant messages adjacent?"""
+    return any(
+        a.get("role") == b.get("role") and a.get("role") in ("user", "assistant")
+        for a, b in itertools.pairwise(messages)
+    )
+
+
 def _canonical(message: Message) -> str:
     return json.dumps(message, sort_keys=True, ensure_ascii=False, default=str)
 
@@ -405,8 +432,11 @@ class Session:
         Cached until the window changes; treat the returned messages as read-only."""
         key = (len(self._window), self.compression_epoch)
         if self._window_cache is None or self._window_cache[0] != key:
-            repaired, fixes = repair_tool_pairs(self._window)
-            merged, merges = normalize_alternation(repaired)
+            merged, fixes, merges = list(self._window), 0, 0
+            if _needs_repair(merged):
+                merged, fixes = repair_tool_pairs(merged)
+            if _needs_merge(merged):
+                merged, merges = normalize_alternation(merged)
             self.normalised = Normalisation(merged_adjacent=merges, tool_pairs_repaired=fixes)
             head: list[Message] = (
                 [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
@@ -743,13 +773,19 @@ class Session:
             if preview:
                 return report("preview", value.outcome, proposed=proposed, **common)
             current = base[1:] if base and base[0].get("role") == "system" else base
-            if value.outcome not in _COMMITTING_OUTCOMES or new_window == current:
+            shrinks = tokens_after < tokens_before
+            if not shrinks:
+                # A "compression" that does not shrink the window is never worth a rotation;
+                # the guards count it as ineffective (R-5.2), with the engine's outcome.
+                common["notes"] = [*value.notes, "the proposal did not shrink the window"]
+            if value.outcome not in _COMMITTING_OUTCOMES or new_window == current or not shrinks:
                 self._update_guards(sid, guards, value, tokens_before, tokens_before)
                 common["tokens_after"] = tokens_before
+                notes = common["notes"]
                 return report(
                     "not_committed", value.outcome,
                     message=f"compression not committed ({value.outcome}); "
-                    + ("; ".join(value.notes) if value.notes else "the window is unchanged"),
+                    + ("; ".join(notes) if notes else "the window is unchanged"),
                     **common,
                 )
             if time.monotonic() > deadline:
