@@ -354,6 +354,15 @@ def test_non_zero_exit_without_an_error_line_is_blocked() -> None:
     assert "1. RAN `make dist` — exit 2" in s["Completed Actions"]
 
 
+def test_terminal_escape_codes_do_not_reach_error_lines() -> None:
+    out = "\x1b[?2004lcat: /data/x.csv: No such file or directory\n\x1b[?2004h"
+    messages = [{"role": "user", "content": "Read the data."},
+                *tool_turn("e1", "execute_bash", {"command": "cat /data/x.csv"}, out)]
+    s = assert_eleven_sections(summarize(messages))
+    assert s["Blocked"].startswith("- `cat: /data/x.csv: No such file or directory` — from RAN")
+    assert "\x1b" not in summarize(messages)
+
+
 def test_front_end_commands_are_not_requests() -> None:
     messages = [
         {"role": "user", "content": "/clear"},

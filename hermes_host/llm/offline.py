@@ -132,6 +132,7 @@ _TEST_CMD_RE = re.compile(r"(?i)\b(?:pytest|tox|nox|unittest|npm (?:run )?test|y
                           r"|mix test|cargo test|go test|make test|rspec|jest|vitest|ctest)\b")
 _BACKGROUND_RE = re.compile(r"(?i)running in background with id:?\s*(\w+)")
 _HEDGE_RE = re.compile(r"(?i)^(?:let me|now let me|let's|i'll now|i will now)\b")
+_ANSI_RE = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07]*\x07|[@-_])")
 _CURRENT_DIR_RE = re.compile(r"\(Current directory: ([^)\n]+)\)")
 _CD_RE = re.compile(r"(?:^|&&|;|\n)\s*cd\s+([^\s;&|]+)")
 
@@ -354,7 +355,7 @@ def _describe_result(verb: str, result: str | None) -> tuple[str, bool, str | No
     """(outcome text, ok, exact error line) from a tool result."""
     if result is None:
         return "no result recorded", False, None
-    text = result
+    text = _ANSI_RE.sub("", result) if "\x1b" in result else result
     stripped = text.strip()
     n_lines = stripped.count("\n") + 1 if stripped else 0
     code = _exit_code(text)
