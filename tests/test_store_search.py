@@ -170,3 +170,29 @@ def test_porter_stemming_and_ranking(store: StateStore) -> None:
     assert {h.content for h in hits} == {"the migration is running",
                                          "migrations migrations migrated"}
     assert hits[0].score <= hits[1].score
+
+
+def test_scoped_search_with_interleaved_sessions(store: StateStore) -> None:
+    """Sessions written alternately share one id range; scoping still filters exactly."""
+    a = store.create_session()
+    b = store.create_session()
+    for i in range(5):
+        store.append_messages(a.id, [{"role": "user", "content": f"walrus from a {i}"}])
+        store.append_messages(b.id, [{"role": "user", "content": f"walrus from b {i}"}])
+    hits = store.session_search("walrus", session_id=a.id, limit=50)
+    assert len(hits) == 5 and {h.session_id for h in hits} == {a.id}
+
+
+def test_very_common_terms_return_most_recent_hits(store: StateStore,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above RANK_CAP matches, ranking every row would be slow: the newest hits win."""
+    from hermes_host.store import sqlite as sqlite_mod
+
+    monkeypatch.setattr(sqlite_mod, "RANK_CAP", 3)
+    session = store.create_session()
+    store.append_messages(session.id, [
+        {"role": "user", "content": f"common word number{i}"} for i in range(10)])
+    hits = store.session_search("common", limit=2)
+    assert sorted(h.content for h in hits) == ["common word number8", "common word number9"]
+    rare = store.session_search("number4")
+    assert [h.content for h in rare] == ["common word number4"]

@@ -245,3 +245,15 @@ def test_store_usable_from_several_threads(tmp_path: Path) -> None:
     assert len(store.active_messages(session.id)) == 80
     store.close()
     assert os.path.exists(tmp_path / "state.db")
+
+
+def test_caller_supplied_token_counts_are_stored_and_checked(store: StateStore) -> None:
+    session = store.create_session()
+    window = conversation(1)
+    store.append_messages(session.id, window, token_counts=[7] * len(window))
+    assert store.active_token_count(session.id) == 7 * len(window)
+    with pytest.raises(StoreError, match="got 1 token counts for 2 messages"):
+        store.append_messages(session.id, window[:2], token_counts=[1])
+    with pytest.raises(StoreError, match="message 0: token count must be an int"):
+        store.append_messages(session.id, window[:1], token_counts=[-1])
+    assert len(store.active_messages(session.id)) == len(window)

@@ -327,10 +327,16 @@ class StateStore(Protocol):
 
     # -- messages ---------------------------------------------------------------------------
 
-    def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[int]:
+    def append_messages(
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        token_counts: Sequence[int] | None = None,
+    ) -> list[int]:
         """Append to the window in one transaction; returns the new row ids in order.  Every
         key of every message is kept verbatim (``_`` metadata included).  Token counts come
-        from :func:`hermes_host.tokens.count_message`."""
+        from :func:`hermes_host.tokens.count_message` unless the caller, who usually counted
+        already, passes ``token_counts`` (one per message)."""
         ...
 
     def active_messages(self, session_id: str) -> list[Message]:
@@ -395,6 +401,7 @@ class StateStore(Protocol):
         new_messages: Sequence[Message],
         mode: PublishMode = "rotate",
         reason: str = "compression",
+        token_counts: Sequence[int] | None = None,
     ) -> PublishResult:
         """Commit a compressed window in one transaction, verifying the lease inside it.
 

@@ -44,7 +44,7 @@ from hermes_host.store.ids import holder_is_dead, make_holder, new_session_id
 from hermes_host.store.recap import format_recap
 from hermes_host.store.schema import migrate
 from hermes_host.store.search import porter_query, trigram_query
-from hermes_host.tokens import TokenCounter
+from hermes_host.tokens import TokenCounter, count_message
 
 __all__ = ["SQLiteHistoryReader", "SQLiteStore"]
 
@@ -52,9 +52,22 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 _MSG_COLS = ", ".join(ROW_COLUMNS)
-_INSERT_MESSAGE = (
-    "INSERT INTO messages (session_id, token_count, timestamp, active, compacted, "
-    f"{_MSG_COLS}) VALUES (?, ?, ?, 1, 0, {', '.join('?' * len(ROW_COLUMNS))})"
+# Rows are staged in a per-connection TEMP table and moved with ONE INSERT … SELECT: FTS5
+# flushes its pending terms at the end of every statement that writes it, so row-by-row
+# inserts through the sync triggers would write one tiny index segment per message (≈4× slower).
+_STAGE_COLS = f"seq, token_count, {_MSG_COLS}"
+_CREATE_STAGE = (
+    "CREATE TEMP TABLE IF NOT EXISTS message_stage (seq INTEGER PRIMARY KEY, "
+    f"token_count INTEGER, {', '.join(ROW_COLUMNS)})"  # untyped: no affinity conversion
+)
+_STAGE_MESSAGE = (
+    f"INSERT INTO temp.message_stage ({_STAGE_COLS}) "
+    f"VALUES ({', '.join('?' * (len(ROW_COLUMNS) + 2))})"
+)
+_MOVE_STAGED = (
+    "INSERT INTO messages (session_id, timestamp, active, compacted, token_count, "
+    f"{_MSG_COLS}) SELECT ?, ?, 1, 0, token_count, {_MSG_COLS} "
+    "FROM temp.message_stage ORDER BY seq"
 )
 _STORED_COLS = f"id, session_id, active, compacted, token_count, timestamp, {_MSG_COLS}"
 _SESSION_SELECT = """
@@ -70,6 +83,8 @@ _COPIED_ON_ROTATE = (
 _TITLE_NUMBER = re.compile(r"^(.*) #(\d+)$")
 BOOKEND_MESSAGES = 2
 """Messages shown before and after each search hit."""
+RANK_CAP = 2_000
+"""Above this many matching rows a query returns its most recent hits (see ``_match``)."""
 
 
 def _translate(path: Path, exc: BaseException, action: str) -> StoreError:
@@ -164,6 +179,8 @@ class SQLiteStore:
             conn.execute("PRAGMA journal_mode = WAL").fetchone()
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA temp_store = MEMORY")
+            conn.execute(_CREATE_STAGE)
         except BaseException:
             conn.close()
             raise
@@ -437,16 +454,39 @@ class SQLiteStore:
 
     # -- messages ---------------------------------------------------------------------------
 
-    def _count(self, message: Message) -> int:
+    def _count(self, message: Message, cached: bool) -> int:
         try:
-            return self._counter.count(message)
+            return self._counter.count(message) if cached else count_message(message)
         except Exception:  # a message tiktoken cannot encode still gets an estimate
             return 4 + math.ceil(len(json.dumps(message, default=str)) / 4)
 
-    def _prepare(self, messages: Sequence[Message]) -> list[tuple[int, tuple[Any, ...]]]:
+    def _prepare(
+        self,
+        messages: Sequence[Message],
+        token_counts: Sequence[int] | None,
+        *,
+        cached: bool = False,
+    ) -> list[tuple[int, tuple[Any, ...]]]:
+        """Encode and count outside the write transaction (it holds the lock meanwhile).
+        ``cached`` uses the digest cache: worth it for a published window, whose messages
+        were mostly counted before; not for fresh appends, where the digest is pure cost."""
         if isinstance(messages, dict | str | bytes):
             raise StoreError("messages must be a list of message objects")
-        return [(self._count(m), encode_message(m, i).values) for i, m in enumerate(messages)]
+        if token_counts is not None and len(token_counts) != len(messages):
+            raise StoreError(
+                f"got {len(token_counts)} token counts for {len(messages)} messages"
+            )
+        prepared = []
+        for index, message in enumerate(messages):
+            values = encode_message(message, index).values
+            if token_counts is None:
+                tokens = self._count(message, cached)
+            else:
+                tokens = token_counts[index]
+                if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
+                    raise StoreError(f"message {index}: token count must be an int >= 0")
+            prepared.append((tokens, values))
+        return prepared
 
     @staticmethod
     def _insert(
@@ -458,9 +498,12 @@ class SQLiteStore:
         if not prepared:
             return []
         start = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+        conn.execute("DELETE FROM temp.message_stage")
         conn.executemany(
-            _INSERT_MESSAGE, ((session_id, tokens, now, *values) for tokens, values in prepared)
+            _STAGE_MESSAGE, ((i, tokens, *values) for i, (tokens, values) in enumerate(prepared))
         )
+        conn.execute(_MOVE_STAGED, (session_id, now))
+        conn.execute("DELETE FROM temp.message_stage")
         end = conn.execute("SELECT max(id) FROM messages").fetchone()[0]
         if end - start == len(prepared):
             return list(range(start + 1, end + 1))
@@ -471,8 +514,13 @@ class SQLiteStore:
         return [r[0] for r in rows]
 
     @_errors("appending messages")
-    def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[int]:
-        prepared = self._prepare(messages)
+    def append_messages(
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        token_counts: Sequence[int] | None = None,
+    ) -> list[int]:
+        prepared = self._prepare(messages, token_counts)
         now = time.time()
         with self._tx() as conn:
             cur = conn.execute(
@@ -686,10 +734,11 @@ class SQLiteStore:
         new_messages: Sequence[Message],
         mode: PublishMode = "rotate",
         reason: str = "compression",
+        token_counts: Sequence[int] | None = None,
     ) -> PublishResult:
         if mode not in ("rotate", "in_place"):
             raise StoreError(f"unknown publish mode {mode!r}; allowed: rotate, in_place")
-        prepared = self._prepare(new_messages)
+        prepared = self._prepare(new_messages, token_counts, cached=True)
         with self._tx() as conn:
             now = time.time()
             held = conn.execute(
@@ -781,24 +830,53 @@ class SQLiteStore:
 
     # -- search -----------------------------------------------------------------------------
 
+    def _scope_range(self, conn: sqlite3.Connection, scope: list[str]) -> tuple[int, int] | None:
+        """The id range that holds every message of the scope's sessions (each bound is an
+        indexed min/max lookup).  FTS5 seeks a rowid range directly, so a session search
+        never walks the posting lists of the whole store."""
+        lows, highs = [], []
+        for session_id in scope:
+            low, high = conn.execute(
+                "SELECT min(id), max(id) FROM messages WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if low is not None:
+                lows.append(low)
+                highs.append(high)
+        return (min(lows), max(highs)) if lows else None
+
     def _match(
         self, table: str, expression: str, scope: list[str] | None, limit: int
     ) -> list[tuple[int, float]]:
+        """Top hits of one FTS expression.  BM25 ranking costs time per matching row, so a
+        term matching more than ``RANK_CAP`` rows is answered with its most recent hits
+        instead (still BM25-scored, never a scan of the whole posting list)."""
         conn = self._conn()
-        if scope is None:
-            sql = f"SELECT rowid, rank FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?"
-            params: list[Any] = [expression, limit]
-        else:
-            marks = ", ".join("?" * len(scope))
-            sql = (
-                f"SELECT {table}.rowid, {table}.rank FROM {table} "
-                f"JOIN messages m ON m.id = {table}.rowid "
-                f"WHERE {table} MATCH ? AND m.session_id IN ({marks}) "
-                f"ORDER BY {table}.rank LIMIT ?"
-            )
-            params = [expression, *scope, limit]
+        where = f"{table} MATCH ?"
+        params: list[Any] = [expression]
+        join = ""
+        if scope is not None:
+            bounds = self._scope_range(conn, scope)
+            if bounds is None:
+                return []
+            where += f" AND {table}.rowid BETWEEN ? AND ?"
+            params += list(bounds)
         try:
-            return [(int(r[0]), float(r[1])) for r in conn.execute(sql, params)]
+            matching = conn.execute(
+                f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {where} LIMIT ?)",
+                [*params, RANK_CAP + 1],
+            ).fetchone()[0]
+            if not matching:
+                return []
+            order = f"{table}.rank" if matching <= RANK_CAP else f"{table}.rowid DESC"
+            if scope is not None:
+                join = f"JOIN messages m ON m.id = {table}.rowid "
+                where += f" AND m.session_id IN ({', '.join('?' * len(scope))})"
+                params += scope
+            sql = (
+                f"SELECT {table}.rowid, {table}.rank FROM {table} {join}"
+                f"WHERE {where} ORDER BY {order} LIMIT ?"
+            )
+            return [(int(r[0]), float(r[1])) for r in conn.execute(sql, [*params, limit])]
         except sqlite3.OperationalError as exc:
             if "fts5" in str(exc).lower():  # defensive: quoting should make this unreachable
                 return []
