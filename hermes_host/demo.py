@@ -227,7 +227,7 @@ def _run_step(
     session.add_user(step.question)
     echo(f"[turn {number}] user: {step.question}")
     session.build_request()  # what the model would receive now
-    calls = []
+    calls: list[dict[str, Any]] = []
     for j, (name, args) in enumerate(step.calls):
         calls.append({
             "id": f"call_{number}_{j}",

@@ -764,7 +764,7 @@ class Session:
                     message="compression rejected, session unchanged: "
                     + "; ".join(str(v) for v in violations[:3]),
                 )
-            common = {
+            common: dict[str, Any] = {
                 "engine": engine,
                 "llm_calls": value.llm_calls,
                 "notes": list(value.notes),

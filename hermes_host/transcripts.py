@@ -102,8 +102,8 @@ def load_transcript(path: str | os.PathLike[str]) -> Transcript:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise TranscriptError(p, line, "not valid UTF-8") from None
+        bad_line = raw[: exc.start].count(b"\n") + 1
+        raise TranscriptError(p, bad_line, "not valid UTF-8") from None
 
     system_prompt: str | None = None
     messages: list[Message] = []
