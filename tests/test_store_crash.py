@@ -29,7 +29,10 @@ from hermes_host.tokens import count_text
 
 KILLS = 100  # per mode: 200 SIGKILLs in total
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork (POSIX)")
+pytestmark = [
+    pytest.mark.slow,  # ~15-25 s: 200 forked children killed mid-publish
+    pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork (POSIX)"),
+]
 
 
 def _fork_child(body: Callable[[int], None]) -> tuple[int, int]:

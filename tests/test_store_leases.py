@@ -121,6 +121,7 @@ def _race(db: Path, session_ids: list[str], go: Path, hold: float, mode: str) ->
                 proc.wait()
 
 
+@pytest.mark.slow  # real interpreters start for every competitor
 @pytest.mark.parametrize(("competitors", "mode"), [(2, "in_place"), (8, "rotate")])
 def test_exactly_one_process_compresses_a_session_R_9_4(tmp_path: Path, competitors: int,
                                                         mode: str) -> None:
@@ -146,6 +147,7 @@ def test_exactly_one_process_compresses_a_session_R_9_4(tmp_path: Path, competit
     store.close()
 
 
+@pytest.mark.slow
 def test_different_sessions_compress_concurrently_R_9_4(tmp_path: Path) -> None:
     db = tmp_path / "state.db"
     store = open_store(db)

@@ -66,9 +66,10 @@ class SessionNotFoundError(StoreError):
     """No session matches the given id, title or ``last``."""
 
 
-class StaleSessionError(StoreError):
-    """The session was already compressed into a child (rotate); publishing to it again would
-    fork the lineage.  Work on the newest session (``resume`` follows rotations)."""
+class StaleSessionError(LeaseLostError):
+    """The session was already compressed into a child (rotate) by another path; publishing
+    to it again would fork the lineage.  Like a lost lease, nothing was changed (hence the
+    subclass).  Work on the newest session (``resume`` follows rotations)."""
 
 
 class TitleConflictError(StoreError):
