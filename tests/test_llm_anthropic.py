@@ -105,6 +105,25 @@ def test_status_errors_are_classified_r10_3(
     assert len(fake.requests) == 1  # max_retries=0: the host, not the SDK, decides to retry
 
 
+@pytest.mark.parametrize(("status", "etype", "message", "cls"), [
+    (429, "rate_limit_error", "You exceeded your current quota", PermanentSummaryError),
+    (400, "invalid_request_error", "prompt is too long: 250000 tokens", PermanentSummaryError),
+    (404, "not_found_error", "model: claude-nope", PermanentSummaryError),
+    (503, "api_error", "upstream unavailable", TransientSummaryError),
+    (408, "timeout_error", "request timeout", TransientSummaryError),
+], ids=["429-quota", "400-too-long", "404-model", "503", "408"])
+def test_other_statuses_and_quota_bodies_r10_3(
+    fake: FakeAnthropic, status: int, etype: str, message: str, cls: type[SummaryError]
+) -> None:
+    """A body that says quota/credit/billing is exhausted is permanent whatever the status."""
+    fake.script([{"kind": "error", "status": status, "type": etype, "message": message}])
+    with pytest.raises(SummaryError) as info:
+        _summarizer(fake).summarize(_job())
+    assert type(info.value) is cls
+    assert message not in str(info.value)
+    _assert_safe(info.value)
+
+
 def test_credit_exhaustion_says_so_without_quoting_the_server(fake: FakeAnthropic) -> None:
     fake.script(["credit"])
     with pytest.raises(PermanentSummaryError, match="credit, billing or quota exhausted"):

@@ -26,6 +26,7 @@ Behaviours (a string, or a dict with ``kind`` plus options):
 ``malformed``  200 with a body that is not valid JSON
 ``empty``      200 with a text block whose text is ``""``
 ``disconnect`` closes the connection without answering
+``error``      any error: options ``status`` (500), ``type`` (api_error), ``message``
 =============  ==============================================================================
 
 When the script is exhausted every request gets ``normal``.  The default ``normal`` text is a
@@ -36,6 +37,7 @@ well-formed eleven-section summary (R-7.2) that quotes the request size, or what
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -77,7 +79,7 @@ _ERRORS: dict[str, tuple[int, str, str]] = {
     "credit": (400, "invalid_request_error", CREDIT_MESSAGE),
 }
 
-KINDS = frozenset({*_ERRORS, "normal", "slow", "malformed", "empty", "disconnect"})
+KINDS = frozenset({*_ERRORS, "error", "normal", "slow", "malformed", "empty", "disconnect"})
 
 
 @dataclass(frozen=True)
@@ -288,14 +290,18 @@ def _make_handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
             if not isinstance(body, dict) or not {"model", "max_tokens", "messages"} <= set(body):
                 self._error(400, "invalid_request_error", "model, max_tokens, messages required")
                 return
-            if kind in _ERRORS:
-                status, etype, message = _ERRORS[kind]
+            if kind in _ERRORS or kind == "error":
+                status, etype, message = _ERRORS.get(kind) or (
+                    int(step.get("status", 500)),
+                    str(step.get("type", "api_error")),
+                    str(step.get("message", "error")),
+                )
                 extra = {"retry-after": "1"} if status == 429 else {}
                 self._error(status, etype, message, **extra)
                 return
             if kind == "disconnect":
                 self.close_connection = True
-                self.connection.shutdown(2)
+                self.connection.shutdown(socket.SHUT_RDWR)
                 return
             if kind == "malformed":
                 self._send(200, b'{"id": "msg_broken", "content": [{"type": "text", "te')
