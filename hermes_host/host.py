@@ -480,10 +480,13 @@ class Session:
         base = self.window()
         self._check_cache(base)
         selected = self._select(base)
-        with_extras = apply_injections(selected, list(injections or []))
-        repaired, _ = repair_tool_pairs(with_extras)
-        merged, _ = normalize_alternation(repaired)
-        return sanitize_for_wire(merged)
+        extras = list(injections or [])
+        request = apply_injections(selected, extras) if extras else selected
+        if _needs_repair(request):
+            request, _ = repair_tool_pairs(request)
+        if _needs_merge(request):
+            request, _ = normalize_alternation(request)
+        return sanitize_for_wire(request)
 
     def _select(self, base: list[Message]) -> list[Message]:
         host = self.host

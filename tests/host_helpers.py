@@ -166,3 +166,42 @@ def chat_turn(session: Any, n: int, size: int = 40) -> None:
     session.add_tool_result(f"call_{n}", f"result {n}: " + "dolor sit " * size, name="grep")
     session.build_request()
     session.add_assistant(f"answer {n}: " + "amet " * size)
+
+
+class RecordingProvider:
+    """Records every memory callback it receives, in order (R-14.4)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str | None]] = []
+
+    @hookimpl
+    def on_session_start(self, request: Any) -> None:
+        self.events.append(("start", request.session_id, request.reason))
+
+    @hookimpl
+    def on_session_switch(self, request: Any) -> None:
+        self.events.append(("switch", request.session_id, request.previous_session_id))
+
+    @hookimpl
+    def on_session_end(self, request: Any) -> None:
+        self.events.append(("end", request.session_id, request.reason))
+
+    @hookimpl
+    def on_turn_complete(self, request: Any) -> None:
+        self.events.append(("turn", request.session_id, str(len(request.messages))))
+
+
+class BrokenProvider:
+    """Every callback raises: it must be fenced off without hiding the others."""
+
+    @hookimpl
+    def on_pre_compress(self, request: Any) -> str:
+        raise RuntimeError("provider exploded")
+
+    @hookimpl
+    def on_session_switch(self, request: Any) -> None:
+        raise RuntimeError("provider exploded")
+
+    @hookimpl
+    def on_system_prompt(self, request: Any) -> str:
+        raise RuntimeError("provider exploded")

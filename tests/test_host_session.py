@@ -280,3 +280,38 @@ def test_preview_publishes_nothing_and_resume_by_title(tmp_path: Path) -> None:
         assert resumed.system_prompt == "sys"
         assert check_invariants(resumed.window()) == []
         assert host.resume("last").id == report.session_id
+
+
+def test_memory_callbacks_are_broadcast_and_fenced_one_by_one_R_14_4(tmp_path: Path) -> None:
+    from hermes_host.config import HermesConfig
+    from hermes_host.host import ContextHost
+    from tests.host_helpers import BrokenProvider, RecordingProvider
+
+    recorder = RecordingProvider()
+    engine = TailEngine(keep=1, threshold=10**9)
+    config = HermesConfig.model_validate(
+        {"context": {"engine": "tail"}, "memory": {"providers": ["broken", "rec", "keeper"]}}
+    )
+    with ContextHost.from_config(
+        config,
+        store=tmp_path / "state.db",
+        extra_plugins={
+            "tail": engine, "broken": BrokenProvider(), "rec": recorder,
+            "keeper": PreservingMemory(),
+        },
+    ) as host:
+        session = host.open_session(system_prompt="sys")
+        assert session.system_prompt == "sys"  # the raising provider added nothing
+        first = session.id
+        chat_turn(session, 1)
+        session.end_turn()
+        chat_turn(session, 2)
+        report = session.compress(force=True)
+        assert report.status == "committed"
+        assert "ops/deploy" in (engine.memory_contexts[-1] or "")  # survived the broken one
+        assert recorder.events[0] == ("start", first, "new")
+        assert ("turn", first, "4") in recorder.events
+        assert recorder.events[-2:] == [
+            ("end", first, "compression"),
+            ("switch", session.id, first),
+        ]
