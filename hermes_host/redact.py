@@ -511,7 +511,7 @@ def _redact_content(content: Any) -> Any:
     if isinstance(content, str):
         return redact(content)
     if isinstance(content, list):
-        out = []
+        out: list[Any] = []
         for part in content:
             if isinstance(part, dict):
                 part = dict(part)

@@ -98,8 +98,8 @@ def test_status_errors_are_classified_r10_3(
         _summarizer(fake).summarize(_job())
     err = info.value
     assert err.transient is (cls is TransientSummaryError)
-    assert err.status_code == status  # type: ignore[attr-defined]
-    assert err.error_type == etype  # type: ignore[attr-defined]
+    assert err.status_code == status
+    assert err.error_type == etype
     assert str(err).startswith(f"anthropic: HTTP {status} {etype}")
     _assert_safe(err)
     assert len(fake.requests) == 1  # max_retries=0: the host, not the SDK, decides to retry

@@ -64,8 +64,8 @@ class MissingAPIKeyError(PermanentSummaryError):
 def _error(cls: type[SummaryError], message: str, *, status: int | None = None,
            error_type: str | None = None) -> SummaryError:
     err = cls(message)
-    err.status_code = status  # type: ignore[attr-defined]
-    err.error_type = error_type  # type: ignore[attr-defined]
+    err.status_code = status
+    err.error_type = error_type
     return err
 
 

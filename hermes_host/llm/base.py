@@ -20,9 +20,9 @@ from hermes_host.models import Message
 
 __all__ = [
     "PermanentSummaryError",
+    "Summarizer",
     "SummaryError",
     "SummaryJob",
-    "Summarizer",
     "TransientSummaryError",
 ]
 
@@ -53,6 +53,10 @@ class SummaryError(Exception):
     """The summariser could not produce a summary.  ``str()`` is safe to log."""
 
     transient: bool = False
+    status_code: int | None = None
+    """The provider's HTTP status when there was one (e.g. 429), else ``None``."""
+    error_type: str | None = None
+    """The provider's error type when there was one (e.g. ``"rate_limit_error"``)."""
 
 
 class TransientSummaryError(SummaryError):

@@ -513,7 +513,8 @@ class _Extractor:
     def _tool_call(self, call: Any) -> None:
         if not isinstance(call, dict):
             return
-        fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+        raw_fn = call.get("function")
+        fn: dict[str, Any] = raw_fn if isinstance(raw_fn, dict) else {}
         name = str(fn.get("name") or call.get("name") or "tool")
         args = _parse_args(fn.get("arguments", call.get("arguments", "")))
         verb, target, key = _describe_call(name, args)

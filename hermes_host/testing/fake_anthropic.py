@@ -218,7 +218,7 @@ class FakeAnthropic:
 
     def _next(self, record: Callable[[str], RecordedRequest]) -> dict[str, Any]:
         with self._lock:
-            step = self._script.pop(0) if self._script else {"kind": "normal"}
+            step: dict[str, Any] = self._script.pop(0) if self._script else {"kind": "normal"}
             self._requests.append(record(step["kind"]))
             self._counter += 1
             step.setdefault("_n", self._counter)
