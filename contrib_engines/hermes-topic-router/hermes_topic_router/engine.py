@@ -396,9 +396,15 @@ class TopicRouter:
         if bootstrapped:
             decision["bootstrapped_turns"] = bootstrapped
 
-        selected, omitted = self._select(messages, segments, state, topic, request.budget_tokens)
+        selected, omitted, dropped = self._select(
+            messages, segments, state, topic, request.budget_tokens
+        )
         tokens_before = count_messages(messages)
-        decision.update(kept_turns=len(turns) - len(omitted), omitted_turns=len(omitted))
+        decision.update(
+            kept_turns=len(turns) - len(omitted),
+            omitted_turns=len(omitted),
+            omitted_for_budget=dropped,
+        )
         if not omitted:
             decision.update(tokens_before=tokens_before, tokens_after=tokens_before)
             return SelectResult(messages=messages, decision=decision, state=state.dump())
@@ -425,8 +431,10 @@ class TopicRouter:
         state: _State,
         topic: str,
         budget: int,
-    ) -> tuple[set[int], list[Segment]]:
-        """Indices (into ``segments``) to keep, and the omitted turn segments."""
+    ) -> tuple[set[int], list[Segment], int]:
+        """Indices (into ``segments``) to keep, the omitted turn segments, and how many of
+        those were the branch's own oldest turns dropped to fit ``budget``.  (The engine
+        instance is shared by concurrent sessions: nothing per call is kept on ``self``.)"""
         turn_ids = [i for i, s in enumerate(segments) if s.kind == "turn"]
         protected = set(turn_ids[-1 - self.options.keep_recent_turns :])
         keep: set[int] = set()
@@ -441,12 +449,14 @@ class TopicRouter:
 
         droppable = [i for i in turn_ids if i in keep and i not in protected]
         total = size()
+        dropped = 0
         while total > budget and droppable:
             i = droppable.pop(0)
             keep.discard(i)
             total -= count_messages(messages[segments[i].start : segments[i].end])
+            dropped += 1
         omitted = [segments[i] for i in turn_ids if i not in keep]
-        return keep, omitted
+        return keep, omitted, dropped
 
     def _assemble(
         self,

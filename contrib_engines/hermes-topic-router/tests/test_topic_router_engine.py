@@ -82,7 +82,7 @@ def test_switches_between_topics_and_sends_only_the_branch_R_3_1():
     assert check_invariants(db_turn.messages) == []
     decision = db_turn.decision
     assert decision["score"] >= decision["threshold"] == 0.15
-    assert decision["omitted_turns"] == 2
+    assert decision["omitted_turns"] == 2 and decision["omitted_for_budget"] == 0
     assert decision["tokens_after"] < decision["tokens_before"]
     last = text_of(db_turn.messages[-1])
     assert last.startswith(NOTE_START) and NOTE_END in last and last.endswith(DB[3])
@@ -198,6 +198,7 @@ def test_over_budget_drops_the_branch_oldest_turns_first():
     budget = count_messages(window) // 2
     result = TopicRouter().select_context(request=_req(window, state, budget=budget))
     assert result.decision["omitted_turns"] >= 1
+    assert result.decision["omitted_for_budget"] == result.decision["omitted_turns"]
     assert count_messages(result.messages) <= budget + 120  # the note's own few tokens
     sent = [text_of(m) for m in result.messages]
     assert not any(t == DB[0] for t in sent), "the oldest turn went first"
