@@ -160,6 +160,8 @@ _TOKEN_PATTERNS: list[tuple[re.Pattern[str], bool, tuple[str, ...]]] = [
     (re.compile(r"whsec_[A-Za-z0-9+/=]{20,}"), False, ("whsec_",)),
     (re.compile(r"npm_[A-Za-z0-9]{36}\b"), False, ("npm_",)),
     (re.compile(r"pypi-AgE[A-Za-z0-9_\-]{20,}"), False, ("pypi-AgE",)),
+    (re.compile(r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}"), False, ("SG.",)),
+    (re.compile(r"dop_v1_[a-f0-9]{64}"), False, ("dop_v1_",)),
     (re.compile(r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), False,
      ("eyJ",)),
 ]
@@ -250,6 +252,26 @@ def _sub_flag(m: re.Match[str]) -> str:
     ):
         return m.group(0)
     return f"{m.group(1)}{REDACTED}"
+
+
+# Short password flags of specific tools: ``mysql -pS3cret``, ``sshpass -p pw``,
+# ``docker login -u me -p pw``; and ``.netrc`` lines (``machine h login u password pw``).
+_SHORT_P_RE = re.compile(
+    r"((?:\bmysql\w*|\bmariadb\w*)\b[^\n]*?\s-p[\"']?)(?!\s)([^\s\"']+)"
+    r"|((?:\bsshpass|\b(?:docker|podman|helm|oras)\s+(?:registry\s+)?login)\b[^\n]*?\s-p\s+"
+    r"[\"']?)"
+    r"([^\s\"']+)"
+    r"|(\bmachine\s+\S+\s+login\s+\S+\s+password\s+)(\S+)"
+)
+
+
+def _sub_short_p(m: re.Match[str]) -> str:
+    for head, value in ((1, 2), (3, 4), (5, 6)):
+        if m.group(head) is not None:
+            if m.group(value) == REDACTED or _PLACEHOLDER_RE.match(m.group(value)):
+                return m.group(0)
+            return f"{m.group(head)}{REDACTED}"
+    return m.group(0)
 
 
 # Names that mark a value as a secret when they END the assignment's key.
@@ -345,6 +367,7 @@ _COLON_GATE = re.compile(_KW + r"\\?[\"']?\s*:")
 _HEADER_WORDS = ("api-key", "-token", "authorization")
 _FLAG_WORDS = tuple(f"--{w}" for w in ("password", "passwd", "token", "api-key", "apikey",
                                        "secret", "access-token", "auth-token", "client-secret"))
+_SHORT_P_WORDS = ("mysql", "mariadb", "sshpass", " login", "machine ")
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 
 
@@ -406,6 +429,7 @@ _PASSES: list[tuple[re.Pattern[str], _Sub, _Gate, tuple[re.Pattern[str], _Anchor
         None,
     ),
     (_FLAG_RE, _sub_flag, lambda t, low: any(w in low for w in _FLAG_WORDS), None),
+    (_SHORT_P_RE, _sub_short_p, lambda t, low: any(w in low for w in _SHORT_P_WORDS), None),
     (_ASSIGN_JSON_RE, _sub_assign_json, _always, (_COLON_GATE, _quote_start)),
     (_ASSIGN_EQ_RE, _sub_assign_eq, _always, (_EQ_GATE, _name_start)),
     (_ASSIGN_COLON_RE, _sub_assign_colon, _always, (_COLON_GATE, _line_start)),

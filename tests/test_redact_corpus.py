@@ -20,6 +20,7 @@ FAMILIES = {
     "google", "slack_bot", "slack_user", "huggingface", "gitlab", "stripe_secret",
     "stripe_restricted", "jwt", "pem", "authorization_bearer", "authorization_basic",
     "authorization_token", "x_api_key", "url_userinfo", "curl_user", "assignment", "cli_flag",
+    "cli_password", "sendgrid", "digitalocean",
 }
 
 

@@ -67,6 +67,14 @@ SECRET_CASES = [
     ("client_secret: 'Cl1entS3cret-value'", "Cl1entS3cret-value", "client_secret:"),
     ("deploy --token abcDEF123456 --region eu", "abcDEF123456", "--region eu"),
     ("https://api.test/v1?api_key=Q1w2e3r4t5y6u7&format=json", "Q1w2e3r4t5y6u7", "&format=json"),
+    ("mysql -u root -pR00tPass! shop < dump.sql", "R00tPass!", "mysql -u root -p"),
+    ("sshpass -p 'hunter22' ssh deploy@host", "hunter22", "sshpass -p"),
+    ("echo x | docker login -u bot -p Dock3rPw registry.test", "Dock3rPw", "registry.test"),
+    ("machine api.heroku.com login me@x.test password 0a1b2c3d-netrc", "0a1b2c3d-netrc",
+     "machine api.heroku.com login me@x.test password "),
+    ("SENDGRID=SG.abcdefghijklmnopqrstuv.ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopq",
+     "SG.abcdefghijklmnopqrstuv", "SENDGRID="),
+    ("DO_TOKEN=dop_v1_" + "0123456789abcdef" * 4, "0123456789abcdef" * 4, "DO_TOKEN="),
 ]
 
 
@@ -127,6 +135,9 @@ ORDINARY = [
     "if secret is None: raise ValueError('missing')",
     "Authorization: Bearer [REDACTED]",
     "the sk-ant- prefix marks Anthropic keys",
+    "mysql -u root -p shop",
+    "docker login -u bot --password-stdin registry.test",
+    "the machine learning login page asks for a password first",
 ]
 
 

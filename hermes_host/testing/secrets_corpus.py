@@ -235,6 +235,19 @@ def _assignment_cases(rng: random.Random) -> list[SecretCase]:
         cases.append(SecretCase(text, secret, "aws_secret", context))
         if key_id in text:
             cases.append(SecretCase(text, key_id, "aws_access_key_id", context))
+    for template in ("mysql -h db -u root -p@S@ shop < dump.sql",
+                     "sshpass -p '@S@' ssh deploy@10.0.0.5 uptime",
+                     "echo ok | docker login -u ci-bot -p @S@ registry.example.com",
+                     "machine api.example.com login ci@example.com password @S@"):
+        secret = _password(rng)
+        cases.append(SecretCase(template.replace("@S@", secret), secret, "cli_password",
+                                template.split()[0]))
+    for _ in range(3):
+        sendgrid = f"SG.{_rand(rng, _URLSAFE, 22)}.{_rand(rng, _URLSAFE, 43)}"
+        cases.append(SecretCase(f"SENDGRID_API_KEY={sendgrid}", sendgrid, "sendgrid", "dotenv"))
+        digitalocean = "dop_v1_" + _rand(rng, "0123456789abcdef", 64)
+        cases.append(SecretCase(f'doctl auth init -t "{digitalocean}"', digitalocean,
+                                "digitalocean", "shell"))
     for flag in ("--password", "--token", "--api-key"):
         secret = _password(rng)
         cases.append(SecretCase(f"$ deploy-tool push {flag} {secret} --region eu", secret,
