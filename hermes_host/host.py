@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hermes_host import guards as guard_rules
-from hermes_host.config import HermesConfig, load_config
+from hermes_host.config import HermesConfig, SessionResetSection, load_config
 from hermes_host.fence import Fenced, HookRunner
 from hermes_host.injections import Injection, apply_injections
 from hermes_host.messages import (
@@ -78,6 +78,7 @@ __all__ = [
     "Normalisation",
     "Session",
     "TurnOutcome",
+    "reset_due",
 ]
 
 COMPACTING_MARKER = "🗜️ Compacting context — summarizing earlier conversation..."
@@ -270,6 +271,7 @@ class ContextHost:
             source=source,
             user_id=user_id,
             model=self.config.model.name,
+            model_config={"base_system_prompt": system_prompt},
             system_prompt=snapshot,
             title=title,
             cwd=cwd if cwd is not None else os.getcwd(),
@@ -301,6 +303,32 @@ class ContextHost:
         ))
         return session
 
+    def session_for(
+        self,
+        user_id: str | None = None,
+        *,
+        system_prompt: str = "",
+        title: str | None = None,
+        cwd: str | None = None,
+        now: float | None = None,
+    ) -> Session:
+        """The live session of ``user_id`` for a gateway: the newest unended one, unless
+        ``session_reset`` says it is stale (then ``on_session_reset`` fires, it is ended and a
+        new one opens).  With ``group_sessions_per_user: false`` every user shares one.
+
+        To give the agent one turn to save memory before an automatic reset (R-11.4), check
+        :meth:`Session.reset_due` first and call :meth:`Session.reset` yourself."""
+        key = user_id if self.config.group_sessions_per_user else None
+        candidates = self.store.list_sessions(limit=20, user_id=key)
+        current = next((row for row in candidates if row.ended_at is None), None)
+        if current is None:
+            return self.open_session(title, system_prompt, user_id=user_id, cwd=cwd)
+        session = self.resume(current.id)
+        reason = reset_due(self.config.session_reset, current.last_activity_at, now)
+        if reason is None:
+            return session
+        return session.reset(reason, title=title, system_prompt=system_prompt)
+
     def close(self) -> None:
         """Close the store when this host opened it."""
         if self._owns_store:
@@ -320,6 +348,25 @@ class ContextHost:
         if not self.providers:
             return []
         return self.runner.broadcast(hook, self.providers, request, timeout=timeout)
+
+
+def reset_due(
+    section: SessionResetSection, last_activity: float, now: float | None = None
+) -> str | None:
+    """Why a session idle since ``last_activity`` must be reset now (``session_reset.mode``,
+    R-12.2): ``"idle"`` after ``idle_minutes`` without activity, ``"daily"`` once the local
+    clock passed ``daily_hour`` since then; ``None`` to keep it."""
+    now = time.time() if now is None else now
+    if section.mode in ("idle", "both") and now - last_activity >= section.idle_minutes * 60:
+        return "idle"
+    if section.mode in ("daily", "both"):
+        last = _dt.datetime.fromtimestamp(last_activity)
+        boundary = last.replace(hour=section.daily_hour, minute=0, second=0, microsecond=0)
+        if boundary <= last:
+            boundary += _dt.timedelta(days=1)
+        if _dt.datetime.fromtimestamp(now) >= boundary:
+            return "daily"
+    return None
 
 
 def _needs_repair(messages: Sequence[Message]) -> bool:
@@ -853,6 +900,34 @@ class Session:
                 ineffective_count=updated.ineffective_count,
             ),
         )
+
+    # -- reset --------------------------------------------------------------------------
+
+    def reset_due(self, now: float | None = None) -> str | None:
+        """``"idle"`` / ``"daily"`` when ``session_reset`` says this session is stale."""
+        row = self.host.store.get_session(self.id)
+        return reset_due(self.host.config.session_reset, row.last_activity_at, now)
+
+    def reset(
+        self, reason: str = "new", *, title: str | None = None, system_prompt: str | None = None
+    ) -> Session:
+        """``/new``: end this session and open a fresh one (all compression state starts
+        over).  Memory providers get ``on_session_reset`` first, so they can save what
+        matters.  The old session stays in the store."""
+        host = self.host
+        row = host.store.get_session(self.id)
+        host._broadcast("on_session_reset", SessionEvent(
+            session_id=self.id, reason=reason, user_id=row.user_id,
+            messages=self.window(), cwd=row.cwd,
+        ))
+        host._broadcast("on_session_end", SessionEvent(session_id=self.id, reason=reason))
+        host.store.end_session(self.id, reason)
+        if system_prompt is None:
+            # The snapshot already holds the memory blocks; start again from the prompt the
+            # caller gave, so fresh memory is appended once.
+            base = row.model_config.get("base_system_prompt", row.system_prompt or "")
+            system_prompt = str(base)
+        return host.open_session(title, system_prompt, user_id=row.user_id, cwd=row.cwd)
 
     # -- misc ---------------------------------------------------------------------------
 
