@@ -53,7 +53,9 @@ def make_overlay_venv(path: Path) -> Path:
     (the "system" would be the base interpreter), hence the ``.pth`` that adds this
     interpreter's site-packages — with its ``.pth`` files, so editable installs resolve.
     """
-    venv.EnvBuilder(with_pip=True, system_site_packages=True).create(path)
+    # No pip of its own: this interpreter's pip (found through the .pth below) installs into
+    # whichever interpreter runs it, and skipping ensurepip saves seconds per venv.
+    venv.EnvBuilder(with_pip=False, system_site_packages=True).create(path)
     python = path / "bin" / "python"
     purelib = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
     target = Path(purelib.stdout.strip())

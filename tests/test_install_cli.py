@@ -1,10 +1,11 @@
 """``hermes-host install`` / ``uninstall`` (R-0.5): pip into the interpreter running
-hermes-host, then report what changed among the engines.  Runs in a throwaway venv so the
-shared environment is never modified."""
+hermes-host, then report what changed among the engines.
+
+The real install → list → uninstall round trip of a local throwaway distribution runs in a
+fresh venv in ``tests/test_scaffold_e2e.py`` (one venv for the whole author path)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -12,63 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from hermes_host.cli import cli
-from tests.conformance_helpers import make_overlay_venv, run
+from tests.conformance_helpers import run
 
 CLI = "from hermes_host.cli import cli; cli(prog_name='hermes-host')"
-
-_PYPROJECT = """\
-[build-system]
-requires = ["setuptools>=61"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "hermes-throwaway"
-version = "{version}"
-
-[project.entry-points."hermes_host.context_engines"]
-throwaway = "throwaway_engine:Throwaway"
-"""
-
-_MODULE = """\
-from hermes_host import hookimpl
-
-
-class Throwaway:
-    @hookimpl
-    def select_context(self, request):
-        return None
-"""
-
-
-def _dist(root: Path, version: str) -> Path:
-    root.mkdir(parents=True)
-    (root / "pyproject.toml").write_text(_PYPROJECT.format(version=version))
-    (root / "throwaway_engine.py").write_text(_MODULE)
-    return root
-
-
-@pytest.mark.slow
-def test_install_then_uninstall_a_local_dist(tmp_path: Path) -> None:
-    python = str(make_overlay_venv(tmp_path / "venv"))
-    hermes = [python, "-c", CLI]
-    quiet = ["--no-deps", "--no-build-isolation"]
-
-    first = run([*hermes, "install", *quiet, str(_dist(tmp_path / "v1", "0.1.0"))])
-    assert first.returncode == 0, first.stdout + first.stderr
-    assert "+ engine 'throwaway' (hermes-throwaway 0.1.0)" in first.stdout
-    assert "python -m pip install" in first.stderr, "the pip command is shown"
-
-    listed = json.loads(run([*hermes, "engines", "list", "--json"]).stdout)
-    assert "throwaway" in {row["name"] for row in listed}
-    outer = run([sys.executable, "-c", "from importlib.metadata import entry_points as e; "
-                 "print([x.name for x in e(group='hermes_host.context_engines')])"])
-    assert "throwaway" not in outer.stdout, "pip ran in the interpreter running hermes-host"
-
-    gone = run([*hermes, "uninstall", "hermes-throwaway"])
-    assert gone.returncode == 0, gone.stdout + gone.stderr
-    assert "- engine 'throwaway' (hermes-throwaway 0.1.0)" in gone.stdout
-    listed = json.loads(run([*hermes, "engines", "list", "--json"]).stdout)
-    assert "throwaway" not in {row["name"] for row in listed}
 
 
 def test_install_needs_a_package() -> None:

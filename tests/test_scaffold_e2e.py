@@ -1,10 +1,13 @@
-"""The author's whole path, for real (R-0.5): ``plugin new`` → ``install`` into a fresh venv →
-``engines list`` shows it → ``config validate`` accepts a config selecting it → its own tests,
-including the conformance kit, pass out of the box."""
+"""The author's whole path, for real (R-0.5): ``plugin new`` → ``hermes-host install`` into a
+fresh venv → ``engines list`` shows it → ``config validate`` accepts a config selecting it →
+its own tests, including the conformance kit, pass out of the box → ``hermes-host uninstall``
+removes it.  The venv sees the shared environment's packages but installs only into itself, so
+this also proves ``install`` uses the interpreter that runs hermes-host."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,3 +54,13 @@ def test_scaffold_is_green_out_of_the_box(tmp_path: Path) -> None:
     summary = tests.stdout.strip().splitlines()[-1]
     assert "failed" not in summary and "error" not in summary
     assert int(summary.split(" passed")[0].split()[-1]) >= 20, summary
+
+    outer = run([sys.executable, "-c", "from importlib.metadata import entry_points as e; "
+                 "print([x.name for x in e(group='hermes_host.context_engines')])"])
+    assert "e2e_probe" not in outer.stdout, "pip ran in the interpreter running hermes-host"
+
+    gone = run([*hermes, "uninstall", "hermes-e2e-probe"])
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+    assert "- engine 'e2e_probe' (hermes-e2e-probe 0.1.0)" in gone.stdout
+    listed = run([*hermes, "engines", "list", "--json"])
+    assert "e2e_probe" not in {row["name"] for row in json.loads(listed.stdout)}
