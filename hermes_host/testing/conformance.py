@@ -333,9 +333,13 @@ def check_hook(
         problems.append(Problem("fence", fenced.error or "the call raised"))
         return problems
     if fenced.provenance is Provenance.INVALID:
-        # The fence discarded the answer; re-run the call directly to name each broken rule.
-        raw = getattr(engine, hook)(request=build_request(hook, session))
-        named = result_problems(hook, raw, request)
+        # The fence discarded the answer; re-run the call directly to name each broken rule
+        # (it answered in time a moment ago).  If that differs, the fence's reason stands.
+        try:
+            raw = getattr(engine, hook)(request=build_request(hook, session))
+            named = result_problems(hook, raw, request)
+        except Exception:
+            named = []
         problems += named or [Problem("result_type", fenced.error or "rejected by the fence")]
         return problems
     if fenced.provenance is Provenance.BREAKER_OPEN:

@@ -19,6 +19,7 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hermes_host.messages import (
     SUMMARY_METADATA_KEY,
@@ -93,7 +94,7 @@ class _Builder:
     def assistant(self, text: str | None) -> None:
         self.messages.append({"role": "assistant", "content": text})
 
-    def tools(self, *calls: tuple[str, dict[str, object], str], text: str | None = None) -> None:
+    def tools(self, *calls: tuple[str, dict[str, Any], str], text: str | None = None) -> None:
         """One assistant message with ``calls`` (name, arguments, output), then each result."""
         entries = []
         results = []
@@ -343,8 +344,10 @@ def _adversarial(rng: random.Random) -> Iterator[tuple[str, str, list[Message]]]
 
     b = _Builder(rng)
     b.user("Run every check at once.")
-    b.tools(*[(f"check_{n}", {"n": n}, f"check {n}: ok\n" * rng.randint(1, 200))
-              for n in range(12)])
+    checks: list[tuple[str, dict[str, Any], str]] = [
+        (f"check_{n}", {"n": n}, f"check {n}: ok\n" * rng.randint(1, 200)) for n in range(12)
+    ]
+    b.tools(*checks)
     b.assistant("All 12 checks passed.")
     b.user("thanks")
     yield "wide_parallel_calls", "one assistant message with 12 parallel calls", b.messages
