@@ -55,12 +55,12 @@ def shrink_data_url(url: str, max_bytes: int = ANTHROPIC_MAX_IMAGE_BYTES) -> str
     except (binascii.Error, ValueError):
         raise ImageError("the base64 payload is malformed") from None
     try:
-        image = Image.open(io.BytesIO(raw))
-        image.load()
+        opened = Image.open(io.BytesIO(raw))
+        opened.load()
     except (UnidentifiedImageError, OSError) as exc:
         raise ImageError(f"cannot decode the image: {exc}") from None
-    transparent = image.mode in ("RGBA", "LA") or "transparency" in image.info
-    image = image.convert("RGBA" if transparent else "RGB")
+    transparent = opened.mode in ("RGBA", "LA") or "transparency" in opened.info
+    image = opened.convert("RGBA" if transparent else "RGB")
     fmt, mime = ("PNG", "image/png") if transparent else ("JPEG", "image/jpeg")
     width, height = image.size
     scale = 1.0
