@@ -55,7 +55,7 @@ from hermes_compressor.boundaries import (
 )
 from hermes_compressor.micro import MicroBreaker, micro_summarize
 from hermes_compressor.options import EngineOptions
-from hermes_compressor.prompt import build_prompt, render_turns
+from hermes_compressor.prompt import build_prompt
 from hermes_compressor.prune import (
     PruneStats,
     dedup_results,
@@ -65,6 +65,7 @@ from hermes_compressor.prune import (
     truncate_call_args,
 )
 from hermes_compressor.summary import (
+    SKILL_MARKER_RE,
     SNAPSHOT,
     extract_previous,
     inject,
@@ -106,6 +107,22 @@ class _Counted:
         return self.inner.summarize(job)
 
 
+def _memoised(count: Callable[[Message], int]) -> Callable[[Message], int]:
+    """Per-pass token counts by message identity (the pass never mutates a message; every
+    change is a new dict, and the memo keeps each counted object alive so ids stay unique)."""
+    memo: dict[int, tuple[Message, int]] = {}
+
+    def counted(message: Message) -> int:
+        hit = memo.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        tokens = count(message)
+        memo[id(message)] = (message, tokens)
+        return tokens
+
+    return counted
+
+
 def _cooldown_active(request: CompressRequest) -> bool:
     until = request.guards.cooldown_until
     return not request.force and until is not None and request.guards.now < until
@@ -142,6 +159,7 @@ def compress_window(
 ) -> CompressResult:
     """Run the pass on ``request.messages`` and propose the new window."""
     settings = request.compression
+    count = _memoised(count)
     cleaned, removed = remove_blank_echoes(request.messages)
     cleaned = _normalised(cleaned)
     notes = [f"removed {removed} blank echo message(s)"] if removed else []
@@ -252,11 +270,14 @@ def compress_window(
         )
 
     job = make_job(prompt, clean_middle, previous, summary_budget)
+    # what the summary may be grounded in: the requests, the previous summary, memory text,
+    # and every [SKILL_PRUNED] marker of the middle (all already redacted)
     source_text = "\n\n".join(
         [
-            previous or "",
-            request.memory_context or "",
-            render_turns(clean_middle, max_turn_chars=10**9, max_total=10**9),
+            redact(previous or ""),
+            redact(request.memory_context or ""),
+            *(text_of(m) for m in clean_middle if m.get("role") == "user"),
+            *(mark for m in clean_middle for mark in SKILL_MARKER_RE.findall(text_of(m))),
         ]
     )
     snapshot = _snapshot_source(previous, clean_middle)
@@ -270,7 +291,7 @@ def compress_window(
         extra: Sequence[str] = (),
     ) -> CompressResult:
         body = postprocess(
-            raw, source_text=redact(source_text), snapshot_fallback=snapshot, max_chars=max_chars
+            raw, source_text=source_text, snapshot_fallback=snapshot, max_chars=max_chars
         )
         continuation = not any(is_actionable_user(m) for m in [*head, *tail])
         window = inject(head, body, tail, continuation=continuation)
