@@ -8,13 +8,18 @@ credentials were present without carrying them.
 
 Rules, chosen so ordinary text survives (tested on the real transcripts):
 
-* Self-identifying tokens (``sk-ant-``, ``ghp_``, ``AKIA``, ``AIza``, ``xoxb-``, ``hf_``,
-  ``glpat-``, ``sk_live_``, JWTs, PEM private-key blocks) are removed whole, wherever they are.
+* Self-identifying tokens (``sk-ant-``, ``sk-proj-``, ``sk-``, ``ghp_``/``gho_``/``ghs_``/
+  ``ghu_``, ``github_pat_``, ``AKIA``/``ASIA``, ``AIza``, ``xoxb-``, ``hf_``, ``glpat-``,
+  ``sk_live_``/``rk_live_``, SendGrid ``SG.``, ``dop_v1_``, JWTs, PEM private-key blocks) are
+  removed whole, wherever they are.
   Short or word-like look-alikes (``sk-learn``, ``hf_hub_download``) are not tokens: a token
   needs a minimum length and a random-looking body.
 * Headers (``Authorization:``, ``x-api-key:``), URL userinfo (``scheme://user:pass@host``,
-  which covers postgres/mysql/mongodb/redis/amqp URLs) and ``curl -u user:pass`` keep the
-  header / scheme / user and lose the credential.
+  which covers postgres/mysql/mongodb/redis/amqp URLs), ``curl -u user:pass``, password flags
+  (``--password X``, ``mysql -pX``, ``sshpass -p X``, ``docker login -p X``) and ``.netrc``
+  lines keep the header / scheme / user / flag and lose the credential.
+* Text inside JSON strings (``\\n``-escaped tool output) is handled: a JSON escape counts as a
+  line/word boundary, and tool-call arguments are redacted value by value.
 * ``NAME=value`` / ``"name": "value"`` / ``name: value`` assignments are redacted only when
   the name *ends* with a secret word (``token``, ``secret``, ``password``, ``passwd``,
   ``passphrase``, ``credential(s)``, ``api_key``, ``secret_key``, ``private_key``,
@@ -24,8 +29,10 @@ Rules, chosen so ordinary text survives (tested on the real transcripts):
   ``getpass()``) or, for a lower-case name with an unquoted value, a bare identifier
   (``password = password`` is code, ``DB_PASSWORD=postgres`` is a .env line).
 
-All patterns are compiled once at import; :func:`redact` makes one pass per pattern family
-and is linear in the text length (no nested quantifiers).
+All patterns are compiled once at import.  Each family has a cheap gate (a substring test on
+the lowered text) so most texts skip most patterns, and the case-insensitive assignment
+patterns are only *matched* at the positions their gate found instead of being searched
+through the whole text: ~0.1 s for the largest real transcript (600 KB).
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ no key, header or prompt ever reaches an error message (R-7.1)."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 
@@ -196,6 +197,25 @@ def test_prompt_is_redacted_before_sending_r7_1(fake: FakeAnthropic) -> None:
     leaked = [s for _, s in secret_corpus()[:160] if s in raw or s.replace("/", "\\/") in raw]
     assert leaked == []
     assert "[REDACTED]" in raw
+
+
+def test_no_secret_reaches_a_log_line_even_at_debug_r7_1(
+    fake: FakeAnthropic, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The SDK logs request options (the prompt) at DEBUG: they are already redacted, and
+    neither the key nor a header value is logged, on success or on failure."""
+    prompt = "\n".join(text for text, _ in secret_corpus()[:80])
+    fake.script(["normal", "401", "malformed"])
+    s = _summarizer(fake)
+    with caplog.at_level(logging.DEBUG):
+        s.summarize(_job(prompt=prompt))
+        for _ in range(2):
+            with pytest.raises(SummaryError):
+                s.summarize(_job(prompt=prompt))
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "Request options" in logged  # the SDK did log the request at DEBUG
+    assert PLANTED_KEY not in logged
+    assert [sec for _, sec in secret_corpus()[:80] if sec in logged] == []
 
 
 def test_reply_is_redacted_r7_1(fake: FakeAnthropic) -> None:
