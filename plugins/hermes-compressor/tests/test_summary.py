@@ -245,3 +245,50 @@ def test_r6_6_at_most_one_summary_over_many_rounds(engine: Compressor) -> None:
         assert sum(1 for m in result.messages if is_summary(m)) == 1
         assert check_invariants(result.messages) == []
         window = result.messages
+
+
+def _plain_chat(start: int, end: int) -> list[Message]:
+    return [
+        m
+        for i in range(start, end)
+        for m in (
+            {"role": "user", "content": f"question {i} " + "q" * 400},
+            {"role": "assistant", "content": f"answer {i} " + "a" * 400},
+        )
+    ]
+
+
+def test_r6_11_role_flip_through_compress(engine: Compressor) -> None:
+    """R-6.11: head ending with a tool result, tail starting with a user turn → the summary
+    flips from user to assistant."""
+    msgs = conversation(12)
+    result = _compress(engine, msgs, keep_last_turns=2, force=True)
+    assert check_invariants(result.messages) == []
+    at = next(i for i, m in enumerate(result.messages) if is_summary(m))
+    assert result.messages[at - 1]["role"] == "tool"
+    assert result.messages[at + 1]["role"] == "user"
+    assert result.messages[at]["role"] == "assistant"
+
+
+def test_r6_11_merge_through_compress_and_unwrap_next_round(
+    engine: Compressor, recorder: RecordingSummarizer
+) -> None:
+    """R-6.11/R-6.10: head ending with a user turn and tail starting with an assistant turn
+    (the role-collision bridge) leave no role for a separate block: the summary merges into
+    that assistant message; the next round unwraps it (the answer text survives) and still
+    holds exactly one block, now pinned to user after the system prompt."""
+    msgs: list[Message] = [{"role": "system", "content": "s"}, *_plain_chat(0, 30)]
+    first = _compress(engine, msgs, keep_last_turns=1, force=True)
+    assert check_invariants(first.messages) == []
+    assert first.messages[3]["role"] == "user"  # head: system + 3, ends with a user turn
+    block = first.messages[4]
+    assert is_summary(block) and block["role"] == "assistant"
+    assert block["content"].startswith(SUMMARY_PREFIX)
+    merged_text = block["content"].split(SUMMARY_END_MARKER, 1)[1].strip()
+    assert merged_text == msgs[-3]["content"]  # answer 28, the bridge before the last user
+    second = _compress(engine, first.messages + _plain_chat(30, 45), compression_count=1)
+    assert check_invariants(second.messages) == []
+    assert sum(1 for m in second.messages if is_summary(m)) == 1
+    assert second.messages[1]["role"] == "user" and is_summary(second.messages[1])
+    unwrapped = [m for m in recorder.jobs[1].messages if m.get("content") == msgs[-3]["content"]]
+    assert len(unwrapped) == 1 and not is_summary(unwrapped[0])
