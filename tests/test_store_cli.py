@@ -200,3 +200,12 @@ def test_real_transcripts_import_and_export_verbatim(tmp_path: Path) -> None:
     store = open_store(db)
     assert store.session_search("the", limit=3)
     store.close()
+
+
+def test_unusable_store_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None:
+    garbage = tmp_path / "state.db"
+    garbage.write_bytes(b"definitely not sqlite" * 200)
+    for args in (("list",), ("show", "x"), ("search", "x"), ("export", "x")):
+        result = run("sessions", *args, "--store", str(garbage))
+        assert result.exit_code == 2, (args, result.output)
+        assert "not a hermes-host store" in result.output and "Traceback" not in result.output

@@ -159,9 +159,12 @@ class SQLiteStore:
 
     @_errors("opening the store")
     def _open(self) -> None:
-        _prepare_file(self.path)
-        conn = self._conn()
-        migrate(conn, self.path)
+        try:
+            _prepare_file(self.path)
+            migrate(self._conn(), self.path)
+        except BaseException:
+            self.close()  # a store that failed to open holds no connection
+            raise
 
     # -- connections and transactions -------------------------------------------------------
 
