@@ -81,7 +81,7 @@ class RetrievalOptions(BaseModel):
     recent_messages: int = Field(
         4, ge=0, description="Messages before the incoming one that feed the query (half weight)."
     )
-    search_limit: int = Field(20, ge=1, le=200, description="Hits asked per query.")
+    search_limit: int = Field(12, ge=1, le=200, description="Hits asked per query.")
     max_identifiers: int = Field(10, ge=0, description="Identifier queries per turn, at most.")
     max_keywords: int = Field(6, ge=0, description="Keyword queries per turn, at most.")
     min_relative_score: float = Field(

@@ -38,9 +38,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from hermes_host import SelectRequest, SelectResult, hookimpl
 from hermes_host.messages import check_invariants, is_summary, normalize_alternation, text_of
 from hermes_host.models import Message
-from hermes_host.redact import redact
+from hermes_host.redact import contains_secret, redact
 from hermes_host.tokens import count_messages
-from hermes_topic_router.text import cosine, tfidf, tokens
+from hermes_topic_router.text import cosine, names, tfidf, tokens
 
 __all__ = [
     "NOTE_END",
@@ -91,6 +91,9 @@ class TopicRouterOptions(BaseModel):
     max_vocabulary: int = Field(8000, ge=100, description="Terms kept in document frequencies.")
     max_tracked_turns: int = Field(5000, ge=10, description="Turn→topic entries kept in state.")
     note: bool = Field(True, description="Say in the incoming message which turns are left out.")
+    note_names: int = Field(
+        40, ge=0, description="Names (paths, symbols, errors) of left-out turns the note lists."
+    )
 
     @classmethod
     def parse(cls, options: Mapping[str, Any] | None) -> TopicRouterOptions:
@@ -474,7 +477,12 @@ class TopicRouter:
                 continue
             chunk = messages[seg.start : seg.end]
             if seg is last and self.options.note:
-                chunk = [self._with_note(chunk[0], omitted, state, topic), *chunk[1:]]
+                kept_text = "\n".join(
+                    text_of(m) for j in sorted(keep) for m in
+                    messages[segments[j].start : segments[j].end]
+                )
+                left_out = self._left_out_names(messages, omitted, kept_text)
+                chunk = [self._with_note(chunk[0], omitted, state, topic, left_out), *chunk[1:]]
             out.extend(chunk)
         if check_invariants(out):
             # Leaving turns out can put two user messages side by side (a turn that ended
@@ -483,8 +491,28 @@ class TopicRouter:
             return merged
         return out
 
+    def _left_out_names(
+        self, messages: list[Message], omitted: list[Segment], kept_text: str
+    ) -> list[str]:
+        """The names the left-out turns mention that the sent turns do not, most frequent
+        first: the model learns what exists elsewhere in the session for a few tokens."""
+        if not self.options.note_names:
+            return []
+        counts: Counter[str] = Counter()
+        for seg in omitted:
+            for message in messages[seg.start : seg.end]:
+                counts.update(set(names(text_of(message)[:_REPLY_CHARS])))
+        ranked = sorted(counts, key=lambda n: (-counts[n], n))
+        shown = [n for n in ranked if n not in kept_text and not contains_secret(n)]
+        return shown[: self.options.note_names]
+
     def _with_note(
-        self, message: Message, omitted: list[Segment], state: _State, topic: str
+        self,
+        message: Message,
+        omitted: list[Segment],
+        state: _State,
+        topic: str,
+        left_out: list[str],
     ) -> Message:
         others: list[str] = []
         for seg in omitted:
@@ -497,7 +525,9 @@ class TopicRouter:
         note = (
             f"{NOTE_START} This request belongs to the topic “{state.topics[topic]['label']}”. "
             f"{len(omitted)} earlier turn{plural} (topics: {shown}) are left out of this "
-            f"request; they remain in the stored history. {NOTE_END}"
+            f"request; they remain in the stored history."
+            + (f" They mention: {', '.join(left_out)}." if left_out else "")
+            + f" {NOTE_END}"
         )
         new = copy.copy(message)
         content = message.get("content")

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-__all__ = ["cosine", "tfidf", "tokens"]
+__all__ = ["cosine", "names", "tfidf", "tokens"]
 
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
@@ -68,3 +68,17 @@ def cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
 
 def count(words: Iterable[str]) -> Counter[str]:
     return Counter(words)
+
+
+_NAME = re.compile(
+    r"(?<![\w/.-])(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]{1,5}\b"  # dir/file.ext
+    r"|(?<![\w/.-])[\w-]+\.(?:py|js|ts|tsx|jsx|md|json|ya?ml|toml|rs|go|rb|ex|exs|sh|css|html)\b"
+    r"|\b[A-Z][A-Za-z0-9]*(?:Error|Exception)\b"  # error classes
+    r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b"  # CamelCase
+    r"|\b_{0,2}[a-z][a-z0-9]*(?:_[a-z0-9]+)+_{0,2}\b"  # snake_case
+)
+
+
+def names(text: str) -> list[str]:
+    """File paths, error classes and CamelCase / snake_case symbols of ``text``, in order."""
+    return [m.group(0) for m in _NAME.finditer(text) if len(m.group(0)) >= 4]

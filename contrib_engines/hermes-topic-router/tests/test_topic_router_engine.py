@@ -289,3 +289,15 @@ def test_real_aider_sessions_interleaved_send_fewer_tokens_with_valid_windows():
         before += result.decision["tokens_before"]
         after += result.decision["tokens_after"]
     assert after < 0.8 * before
+
+
+def test_note_lists_names_only_the_left_out_turns_mention():
+    requests = [DB[0] + " See migrations/env.py.", CSS[0] + " Edit web/theme/navbar.css.",
+                CSS[1] + " Also web/theme/navbar.css and NavbarHeader.", DB[1], DB[2]]
+    _, _, results = _drive(TopicRouter(), requests)
+    note = text_of(results[-1].messages[-1]).split(NOTE_END)[0]
+    assert "They mention:" in note
+    assert "web/theme/navbar.css" in note.split("They mention:")[1]
+    assert "migrations/env.py" not in note, "a name the sent turns show is not repeated"
+    _, _, quiet = _drive(TopicRouter({"note_names": 0}), requests)
+    assert "They mention:" not in text_of(quiet[-1].messages[-1])
