@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from hermes_host.llm.base import (
     Summarizer,
@@ -88,21 +88,17 @@ class Summarizers:
     fallback: Callable[[], Summarizer]
 
 
-@dataclass
 class _Counted:
-    inner: Summarizer
-    calls: list[int] = field(default_factory=lambda: [0])
+    """A summariser that counts the LLM calls made through it (``llm_calls``)."""
 
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def calls_llm(self) -> bool:
-        return bool(self.inner.calls_llm)
+    def __init__(self, inner: Summarizer) -> None:
+        self.inner = inner
+        self.name: str = inner.name
+        self.calls_llm: bool = bool(inner.calls_llm)
+        self.calls = [0]
 
     def summarize(self, job: SummaryJob) -> str:
-        if self.inner.calls_llm:
+        if self.calls_llm:
             self.calls[0] += 1
         return self.inner.summarize(job)
 
