@@ -132,16 +132,18 @@ def _plausible_value(value: str, *, quoted: bool, name: str, strong: bool) -> bo
 
 _PEM_RE = re.compile(
     r"(-----BEGIN (?P<kind>[A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?)-----)"
-    r"(?:.{0,20000}?(-----END (?P=kind)-----)"
+    r"(?:(?P<body>.{0,20000}?)(?P<end>-----END (?P=kind)-----)"
     # no END marker (truncated output): only the key-shaped characters that follow
-    r"|(?:\\[nr]|[A-Za-z0-9+/=:,\- \t\r\n])*)",
+    r"|(?P<tail>(?:\\[nr]|[A-Za-z0-9+/=:,\- \t\r\n])*))",
     re.DOTALL,
 )
 
 
 def _sub_pem(m: re.Match[str]) -> str:
-    end = m.group(3) or ""
-    return f"{m.group(1)}{REDACTED}{end}"
+    body = m.group("body") if m.group("end") else m.group("tail")
+    if not (body or "").strip() or (body or "").strip() == REDACTED:
+        return m.group(0)  # nothing (left) to hide: keeps redact() idempotent
+    return f"{m.group(1)}{REDACTED}{m.group('end') or ''}"
 
 
 # Literal-first patterns (no leading ``\b``) let the regex engine scan for the prefix fast;
