@@ -73,6 +73,7 @@ from hermes_host.tokens import TokenCounter
 __all__ = [
     "COMPACTED_MARKER",
     "COMPACTING_MARKER",
+    "SESSION_ENV",
     "CompressionReport",
     "ContextHost",
     "Normalisation",
@@ -87,6 +88,10 @@ COMPACTED_MARKER = "✓ Context compaction complete — continuing turn..."
 """Shown when a compression was committed (R-10.4)."""
 
 _COMMITTING_OUTCOMES = frozenset({"summarised", "fallback", "dropped"})
+
+SESSION_ENV = "HERMES_HOST_SESSION_ID"
+"""The environment variable that exposes the live session id to the process and the tools
+it starts (R-8.1).  Set by :meth:`Session.export_id`; a rotation moves it to the new id."""
 
 ReportStatus = Literal["committed", "preview", "not_committed", "deferred", "rejected"]
 
@@ -276,7 +281,7 @@ class ContextHost:
             title=title,
             cwd=cwd if cwd is not None else os.getcwd(),
         )
-        session = Session(self, row.id, snapshot, [], title=row.title)
+        session = Session(self, row.id, snapshot, [], title=row.title, cwd=row.cwd)
         self._broadcast("on_session_start", SessionEvent(
             session_id=row.id, user_id=user_id, cwd=row.cwd, reason="new"
         ))
@@ -296,7 +301,7 @@ class ContextHost:
         if window and window[0].get("role") == "system":
             snapshot = str(window[0].get("content") or "")
             window = window[1:]
-        session = Session(self, row.id, snapshot or "", window, title=row.title)
+        session = Session(self, row.id, snapshot or "", window, title=row.title, cwd=row.cwd)
         session.compression_count = row.compression_count
         self._broadcast("on_session_start", SessionEvent(
             session_id=row.id, user_id=row.user_id, cwd=row.cwd, reason="resume"
@@ -414,10 +419,14 @@ class Session:
         window: list[Message],
         *,
         title: str | None = None,
+        cwd: str | None = None,
     ) -> None:
         self.host = host
         self.id = session_id
         self.title = title
+        self.cwd = cwd
+        """The working directory recorded for the session; restoring it on resume is the
+        front end's choice (``os.chdir(session.cwd)``, R-8.3)."""
         self.system_prompt = system_prompt
         self._window: list[Message] = list(window)
         self._turn_start = len(self._window)
@@ -853,6 +862,8 @@ class Session:
                 )
             previous = self.id
             self.id = published.session_id
+            if os.environ.get(SESSION_ENV) == previous:
+                os.environ[SESSION_ENV] = self.id  # the exposed id follows the rotation
             self.title = published.title or self.title
             self._window = new_window
             self._turn_start = len(self._window)
@@ -900,6 +911,11 @@ class Session:
                 ineffective_count=updated.ineffective_count,
             ),
         )
+
+    def export_id(self) -> None:
+        """Expose this session's id as ``$HERMES_HOST_SESSION_ID`` to the process and the
+        tools it starts; a rotation keeps it current (R-8.1)."""
+        os.environ[SESSION_ENV] = self.id
 
     # -- reset --------------------------------------------------------------------------
 

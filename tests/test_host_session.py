@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -315,3 +316,27 @@ def test_memory_callbacks_are_broadcast_and_fenced_one_by_one_R_14_4(tmp_path: P
             ("end", first, "compression"),
             ("switch", session.id, first),
         ]
+
+
+def test_exported_session_id_follows_rotation_R_8_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hermes_host.host import SESSION_ENV
+
+    monkeypatch.delenv(SESSION_ENV, raising=False)
+    with make_host(tmp_path, TailEngine(keep=1, threshold=10**9)) as host:
+        session = host.open_session(system_prompt="sys", cwd=str(tmp_path))
+        assert session.cwd == str(tmp_path)
+        other = host.open_session(system_prompt="sys")
+        session.export_id()
+        assert os.environ[SESSION_ENV] == session.id
+        chat_turn(session, 1)
+        chat_turn(session, 2)
+        old = session.id
+        assert session.compress(force=True).status == "committed"
+        assert session.id != old and os.environ[SESSION_ENV] == session.id
+        chat_turn(other, 1)
+        chat_turn(other, 2)
+        assert other.compress(force=True).status == "committed"
+        assert os.environ[SESSION_ENV] == session.id  # another session's rotation: untouched
+        assert host.resume(session.id).cwd == str(tmp_path)
