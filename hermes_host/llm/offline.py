@@ -26,9 +26,15 @@ What goes where (R-7.2):
 * **Relevant Files**, **Critical Context** (an identifier index, memory context, a note when
   credentials were redacted), **Pruned Skills** (``[SKILL_PRUNED: …]`` markers verbatim).
 
-``job.budget_tokens`` is respected by dropping the lowest-priority items first (identifier
-index, then files, decisions, questions; the oldest actions are condensed into one line that
-keeps the numbering); items mentioning ``job.focus_topic`` are listed first and dropped last.
+``job.budget_tokens`` (measured with :func:`hermes_host.tokens.count_text`) is respected: each
+section gets a share of what the fixed parts leave (a share a section does not need flows to
+the others) and keeps its highest-priority items; the oldest actions are condensed into one
+line that keeps the numbering.  Items mentioning ``job.focus_topic`` are listed first and are
+kept first.  The fixed parts — the snapshot (capped at 30 % of the budget), the goal and the
+pruned-skill markers — are always present, so only a budget smaller than they are is exceeded.
+
+Every text is redacted again (input messages, memory context and the final summary): a secret
+never reaches the summary even when a caller forgot to redact the job.
 """
 
 from __future__ import annotations
