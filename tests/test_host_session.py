@@ -340,3 +340,20 @@ def test_exported_session_id_follows_rotation_R_8_1(
         assert other.compress(force=True).status == "committed"
         assert os.environ[SESSION_ENV] == session.id  # another session's rotation: untouched
         assert host.resume(session.id).cwd == str(tmp_path)
+
+
+def test_context_timeout_bounds_the_whole_pass_R_14_9(tmp_path: Path) -> None:
+    engine = HangingEngine()
+    with make_host(
+        tmp_path, engine, name="slow", compression={"context_timeout_seconds": 0.6}
+    ) as host:
+        session = host.open_session(system_prompt="sys")
+        chat_turn(session, 1)
+        sid = session.id
+        start = time.monotonic()
+        outcome = session.end_turn()  # compress's own limit is 120 s; the pass allows 0.6 s
+        assert time.monotonic() - start < 3
+        assert outcome.compression is not None
+        assert (outcome.compression.status, outcome.compression.outcome) == ("rejected", "timeout")
+        assert session.id == sid and host.store.lineage(sid) == [sid]
+    engine.release.set()
