@@ -282,6 +282,21 @@ def test_fallback_summarizer_reports_the_primary_failure_r5_2(fake: FakeAnthropi
     assert fb.name == "anthropic+offline" and fb.calls_llm is True
 
 
+def test_fake_can_be_restarted_and_slow_still_sleeps() -> None:
+    server = FakeAnthropic().start()
+    server.stop()
+    server.start()
+    try:
+        server.script([{"kind": "slow", "seconds": 0.4, "text": "slept"}])
+        s = AnthropicSummarizer(SummarizerSettings(base_url=server.base_url),
+                                api_key=PLANTED_KEY)
+        started = time.monotonic()
+        assert s.summarize(_job()) == "slept"
+        assert time.monotonic() - started >= 0.35
+    finally:
+        server.stop()
+
+
 def test_fake_rejects_unknown_behaviours_with_the_choices() -> None:
     with pytest.raises(ValueError, match=r"choose one of: .*529"):
         FakeAnthropic().script(["418"])

@@ -151,6 +151,7 @@ class FakeAnthropic:
     def start(self) -> FakeAnthropic:
         if self._server is not None:
             return self
+        self._stopping.clear()
         handler = _make_handler(self)
         server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         server.daemon_threads = True
