@@ -105,6 +105,26 @@ def test_broken_engine_trips_exactly_its_check_R_0_5(
     assert {p.check for p in problems} == {expected}, problems
 
 
+def test_registration_check_catches_a_misspelled_or_missing_hook() -> None:
+    from hermes_host.testing import ConformanceFailure, EngineConformance
+
+    class Typo:
+        @hookimpl
+        def should_compres(self, request: Any) -> None:
+            return None
+
+    class Nothing:
+        def select_context(self, request: Any) -> None:  # no @hookimpl: never called
+            return None
+
+    suite = EngineConformance()
+    with pytest.raises(ConformanceFailure, match="unknown hook.*should_compres"):
+        suite.test_registers_with_known_hooks(Typo())
+    with pytest.raises(ConformanceFailure, match="implements no lifecycle hook"):
+        suite.test_registers_with_known_hooks(Nothing())
+    suite.test_registers_with_known_hooks(broken_engine("fence"))  # a real engine passes
+
+
 def test_a_conforming_answer_passes_every_check() -> None:
     """The checks do not fire on a correct answer: the identity selection, deterministic."""
 
