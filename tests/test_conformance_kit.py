@@ -118,7 +118,7 @@ def test_registration_check_catches_a_misspelled_or_missing_hook() -> None:
             return None
 
     suite = EngineConformance()
-    with pytest.raises(ConformanceFailure, match="unknown hook.*should_compres"):
+    with pytest.raises(ConformanceFailure, match=r"unknown hook.*should_compres"):
         suite.test_registers_with_known_hooks(Typo())
     with pytest.raises(ConformanceFailure, match="implements no lifecycle hook"):
         suite.test_registers_with_known_hooks(Nothing())
