@@ -303,6 +303,7 @@ class ContextHost:
             window = window[1:]
         session = Session(self, row.id, snapshot or "", window, title=row.title, cwd=row.cwd)
         session.compression_count = row.compression_count
+        session.lineage = self.store.lineage(row.id)
         self._broadcast("on_session_start", SessionEvent(
             session_id=row.id, user_id=row.user_id, cwd=row.cwd, reason="resume"
         ))
