@@ -794,7 +794,8 @@ class _Composer:
     def files(self) -> None:
         carried = [re.sub(r"^`([^`]+)`.*$", r"\1", f)
                    for f in _bullets(self.previous.get("Relevant Files", ""))]
-        for n, (path, note) in enumerate(_rank_files(self.facts, carried)[:60]):
+        root = _project_root(self.facts.files)
+        for n, (path, note) in enumerate(_rank_files(self.facts, carried, root)[:60]):
             self.add("Relevant Files", f"- `{path}`{note}", 35 - min(n, 30) // 3, n)
 
     def critical_context(self) -> None:
@@ -910,13 +911,20 @@ def _project_root(files: Counter[str]) -> str | None:
     return max(best, key=lambda d: (d.count("/"), d))
 
 
-def _rank_files(facts: _Facts, previous: list[str]) -> list[tuple[str, str]]:
+def _rank_files(facts: _Facts, previous: list[str], root: str | None) -> list[tuple[str, str]]:
+    """Paths by mentions (changed files first); absolute and root-relative spellings of one
+    file are merged so it is listed once."""
+    prefix = root + "/" if root else None
+
+    def norm(path: str) -> str:
+        return path[len(prefix):] if prefix and path.startswith(prefix) else path
+
     scores: Counter[str] = Counter()
     for path, n in facts.files.items():
-        scores[path] += n
+        scores[norm(path)] += n
     for path in previous:
-        scores[path] += 2
-    changed = set(facts.changed)
+        scores[norm(path)] += 2
+    changed = {norm(p) for p in facts.changed}
     ranked = sorted(scores, key=lambda p: (-(scores[p] + (10 if p in changed else 0)), p))
     return [(p, " (changed)" if p in changed else "") for p in ranked]
 
