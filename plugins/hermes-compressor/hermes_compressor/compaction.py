@@ -285,9 +285,14 @@ def compress_window(
         llm_calls: int,
         cooldown: float | None = None,
         extra: Sequence[str] = (),
+        seen: str | None = None,
     ) -> CompressResult:
         body = postprocess(
-            raw, source_text=source_text, snapshot_fallback=snapshot, max_chars=max_chars
+            raw,
+            source_text=source_text,
+            snapshot_fallback=snapshot,
+            max_chars=max_chars,
+            seen_text=seen,
         )
         continuation = not any(is_actionable_user(m) for m in [*head, *tail])
         window = inject(head, body, tail, continuation=continuation)
@@ -363,7 +368,9 @@ def compress_window(
         failure = SummaryError(f"summariser error: {type(exc).__name__}")
     calls = primary.calls[0] if primary else 0
     if failure is None:
-        return finish(raw, "summarised", calls)
+        # provenance: an LLM may only name files from the prompt it was sent
+        llm = primary is not None and primary.calls_llm
+        return finish(raw, "summarised", calls, seen=prompt if llm else None)
 
     transient = isinstance(failure, TransientSummaryError)
     cooldown = settings.cooldown_seconds if transient else None

@@ -37,6 +37,7 @@ __all__ = [
     "SKILL_MARKER_RE",
     "SUMMARY_END_MARKER",
     "Extracted",
+    "check_provenance",
     "choose_role",
     "extract_previous",
     "inject",
@@ -58,6 +59,10 @@ _THINK_RE = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>\s*", re.DOTALL | re.
 _UNCLOSED_THINK_RE = re.compile(r"^\s*<think(?:ing)?>.*?(?=^## )", re.DOTALL | re.MULTILINE)
 _SECTION_RE = re.compile(r"^## [^\n]*$", re.MULTILINE)
 SNAPSHOT = "## Historical Task Snapshot"
+RELEVANT_FILES = "## Relevant Files"
+_PATH_RE = re.compile(
+    r"[\w.~-]*[/\\][\w./\\-]+|\b[\w-]+\.(?:py|js|ts|tsx|go|rs|rb|java|c|h|cpp|md|json|ya?ml|toml|ex|exs|sh|txt|cfg|ini|sql|html|css)\b"
+)
 PRUNED_SKILLS = "## Pruned Skills"
 
 
@@ -143,18 +148,39 @@ def _grounded(snapshot: str, source: str) -> bool:
     return bool(probe) and not probe.startswith("user asked") and probe in _norm(source)
 
 
+def check_provenance(summary: str, seen: str) -> tuple[str, int]:
+    """Drop *Relevant Files* lines naming only paths the summariser never saw (R-6.11's
+    provenance check: an invented file would send a resumed agent looking for it)."""
+    body = section_body(summary, RELEVANT_FILES)
+    if not body:
+        return summary, 0
+    kept: list[str] = []
+    dropped = 0
+    for line in body.splitlines():
+        paths = _PATH_RE.findall(line)
+        if paths and not any(path in seen for path in paths):
+            dropped += 1
+            continue
+        kept.append(line)
+    if not dropped:
+        return summary, 0
+    return _replace_section(summary, RELEVANT_FILES, "\n".join(kept) or "None."), dropped
+
+
 def postprocess(
     raw: str,
     *,
     source_text: str,
     snapshot_fallback: str | None,
     max_chars: int,
+    seen_text: str | None = None,
 ) -> str:
     """Clean a summariser's answer (R-6.11).
 
-    ``source_text`` is everything the summariser saw (redacted); ``snapshot_fallback`` is the
-    verbatim request to use when the *Historical Task Snapshot* section is missing or is not
-    grounded in the input (an LLM paraphrase such as "User asked: …" is replaced).
+    ``source_text`` holds the redacted requests, previous summary, memory text and skill
+    markers; ``snapshot_fallback`` is the verbatim request to use when the *Historical Task
+    Snapshot* section is missing or is not grounded in the input (an LLM paraphrase such as
+    "User asked: …" is replaced); ``seen_text`` (the prompt) grounds *Relevant Files*.
     """
     text = _THINK_RE.sub("", raw)
     text = _UNCLOSED_THINK_RE.sub("", text).strip()
@@ -173,6 +199,8 @@ def postprocess(
         else:
             lines = [existing] if existing and existing.lower() not in ("none", "none.") else []
             text = _replace_section(text, PRUNED_SKILLS, "\n".join([*lines, *missing]))
+    if seen_text is not None:
+        text, _ = check_provenance(text, seen_text)
     return text
 
 

@@ -12,6 +12,7 @@ from compressor_helpers import (
     conversation,
     tool_turn,
 )
+from hermes_host.llm.base import SummaryJob
 from hermes_host.messages import (
     LEGACY_SUMMARY_PREFIX,
     SUMMARY_METADATA_KEY,
@@ -292,3 +293,23 @@ def test_r6_11_merge_through_compress_and_unwrap_next_round(
     assert second.messages[1]["role"] == "user" and is_summary(second.messages[1])
     unwrapped = [m for m in recorder.jobs[1].messages if m.get("content") == msgs[-3]["content"]]
     assert len(unwrapped) == 1 and not is_summary(unwrapped[0])
+
+
+def test_r6_11_provenance_check_drops_invented_files() -> None:
+    """R-6.11 provenance: a *Relevant Files* line naming only paths the LLM was never shown
+    is dropped; lines about files from the conversation stay."""
+
+    def answer(job: SummaryJob) -> str:
+        return (
+            "## Historical Task Snapshot\nplease do step 1\n## Relevant Files\n"
+            "- src/m1.py — edited in step 1\n- lib/invented_module.py — never seen\n"
+            "- notes without a path\n## Pruned Skills\nNone."
+        )
+
+    msgs = conversation(20)
+    msgs[6]["content"] = "edited src/m1.py as asked"
+    engine = Compressor(summarizer=RecordingSummarizer(text=answer))
+    result = _compress(engine, msgs)
+    block = next(m for m in result.messages if is_summary(m))["content"]
+    assert "src/m1.py" in block and "notes without a path" in block
+    assert "invented_module.py" not in block
