@@ -9,12 +9,14 @@
 Failure semantics (R-10.3), decided here and documented in the README:
 
 * the summariser succeeds → ``summarised``;
-* it fails transiently (429/5xx/529/timeout/network) → the middle is summarised by the
+* it fails transiently (``TransientSummaryError``: 429/5xx/529/timeout/network, and for the
+  Anthropic summariser a malformed or empty answer) → the middle is summarised by the
   deterministic offline summariser instead and committed: outcome ``fallback`` with
   ``cooldown_seconds = compression.cooldown_seconds`` so automatic compression pauses;
-* it fails permanently (401/402/403/quota, empty answer, any other error) → the same offline
-  fallback, outcome ``fallback``, no cooldown (retrying cannot help; the fallback streak stops
-  automatic compression after two);
+* it fails permanently (``PermanentSummaryError``: 401/402/403/quota/missing key; also a
+  summariser that returns blank text without raising, or raises anything else) → the same
+  offline fallback, outcome ``fallback``, no cooldown (retrying cannot help; the fallback
+  streak stops automatic compression after two);
 * ``abort_on_summary_failure: true`` → outcome ``aborted``: the input minus blank echoes,
   nothing summarised (plus ``cooldown_seconds`` when the failure was transient);
 * should even the offline fallback fail, nothing is summarised: ``failed_transient`` /
