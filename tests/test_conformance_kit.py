@@ -86,6 +86,8 @@ BROKEN = [
     ("system_prompt_compress", "compress", "coding", "system_prompt"),
     ("no_mutation", "select_context", "coding", "no_mutation"),
     ("deterministic", "select_context", "coding", "deterministic"),
+    ("state_not_json", "select_context", "coding", "result_type"),
+    ("state_crash", "select_context", "coding", "fence"),
 ]
 
 

@@ -6,9 +6,11 @@ daemon worker, time limit, validation — exactly as in production) and returns 
 rule as a :class:`Problem`.  Each problem names its check:
 
 =================  ==========================================================================
-``fence``          the call raised, or was refused for a reason not listed below
+``fence``          the call raised (also when called again with its own ``state``), or was
+                   refused for a reason not listed below
 ``time_limit``     the call did not answer within the hook's time limit (R-0.4, R-14.9)
-``result_type``    the answer is not the hook's result type (or ``None``), or is malformed
+``result_type``    the answer is not the hook's result type (or ``None``), is malformed, or
+                   its ``state`` (``select_context``) is not JSON-serialisable
 ``alternation``    two consecutive ``user`` / ``assistant`` messages (R-1.4)
 ``tool_pairs``     a tool call without its result, or a result without its call (R-6.9)
 ``summary_count``  more than one summary block (R-6.6)
@@ -348,6 +350,9 @@ def check_hook(
     if fenced.duration > limit:
         problems.append(Problem("time_limit", f"took {fenced.duration:.2f}s, limit {limit:g}s"))
     problems += result_problems(hook, fenced.value, request)
+    state = getattr(fenced.value, "state", None)
+    if state is not None and not problems:
+        problems += _state_problems(runner, hook, session, state)
     if getattr(engine, "deterministic", False) is True and not problems:
         again = runner.call(ENGINE_NAME, hook, build_request(hook, session))
         if again.provenance is not fenced.provenance or _canonical(again.value) != _canonical(
@@ -357,6 +362,31 @@ def check_hook(
                 Problem("deterministic", f"{type(engine).__name__} declares deterministic = "
                         f"True but two identical {hook} requests gave different answers")
             )
+    return problems
+
+
+def _state_problems(
+    runner: HookRunner, hook: str, session: Session, state: Any
+) -> list[Problem]:
+    """``SelectResult.state`` is persisted by the host (JSON) and handed back next turn: it
+    must serialise, and the engine must still keep every rule when it receives it."""
+    try:
+        restored = json.loads(json.dumps(state, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        return [Problem("result_type", f"SelectResult.state is not JSON-serialisable: {exc}")]
+    request = build_request(hook, session)
+    request.state = restored  # type: ignore[attr-defined]
+    before = _plain(request)
+    fenced = runner.call(ENGINE_NAME, hook, request)
+    problems: list[Problem] = []
+    if _plain(request) != before:
+        problems.append(Problem("no_mutation", f"{hook} with state changed the host's request"))
+    if fenced.provenance in (Provenance.ERROR, Provenance.TIMEOUT, Provenance.INVALID):
+        problems.append(
+            Problem("fence", f"called again with its own state, the engine failed: {fenced.error}")
+        )
+    else:
+        problems += result_problems(hook, fenced.value, request)
     return problems
 
 
