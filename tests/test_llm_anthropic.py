@@ -4,6 +4,7 @@ no key, header or prompt ever reaches an error message (R-7.1)."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import time
 from collections.abc import Iterator
@@ -334,3 +335,16 @@ def _assert_safe(err: BaseException) -> None:
     assert "Bearer" not in text and "x-api-key" not in text.lower()
     assert "Your credit balance" not in text  # the server's free text is not echoed
     assert err.__cause__ is None and err.__suppress_context__ is True
+
+
+@pytest.mark.parametrize("module", ["hermes_host.llm", "hermes_host.redact",
+                                    "hermes_host.llm.offline",
+                                    "hermes_host.llm.anthropic_summarizer",
+                                    "hermes_host.testing.fake_anthropic",
+                                    "hermes_host.testing.secrets_corpus"])
+def test_public_names_are_unique_and_importable(module: str) -> None:
+    """(Their order is checked by ruff's RUF022.)"""
+    mod = importlib.import_module(module)
+    assert len(set(mod.__all__)) == len(mod.__all__)
+    for name in mod.__all__:
+        assert getattr(mod, name) is not None, f"{module}.{name}"
