@@ -75,6 +75,8 @@ CASES: list[tuple[Any, str, bool]] = [
     ("401", "fallback", False),
     ("402", "fallback", False),
     ("403", "fallback", False),
+    ("credit", "fallback", False),
+    ("disconnect", "fallback", True),
 ]
 
 
@@ -252,3 +254,15 @@ def test_r5_2_noop_twice_then_anti_thrash_blocks() -> None:
         request=should_request(200_000, context_length=200_000, guards=state)
     )
     assert blocked.compress is False and blocked.reason == "ineffective"
+
+
+def test_r10_3_blank_answer_without_error_is_a_permanent_failure() -> None:
+    """A summariser that returns blank text without raising never blanks the middle: the
+    offline fallback is used (no cooldown: the same summariser would answer the same)."""
+    fallback = RecordingSummarizer(calls_llm=False)
+    engine = Compressor(summarizer=RecordingSummarizer(text=lambda job: "  \n"), fallback=fallback)
+    msgs = conversation(20)
+    result = engine.compress(request=compress_request(msgs, engine=engine))
+    assert result.outcome == "fallback" and result.cooldown_seconds is None
+    assert result.llm_calls == 1 and len(fallback.jobs) == 1
+    _assert_nothing_lost(msgs, result.messages)
