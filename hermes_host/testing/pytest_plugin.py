@@ -26,7 +26,8 @@ from typing import Any
 
 import pytest
 
-from hermes_host.hookspecs import LIFECYCLE_HOOKS
+# The kit (fence, plugins, generator) is imported only when a test asks for it: this plugin
+# loads in every pytest run of an environment that has hermes-host.
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -88,6 +89,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         sessions = _sessions(metafunc.config)
         metafunc.parametrize("hermes_session", sessions, ids=[s.id for s in sessions])
     if "hermes_hook" in metafunc.fixturenames:
+        from hermes_host.hookspecs import LIFECYCLE_HOOKS
+
         metafunc.parametrize("hermes_hook", list(LIFECYCLE_HOOKS))
 
 
