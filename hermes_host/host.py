@@ -125,8 +125,8 @@ class CompressionReport:
 
     status: ReportStatus
     outcome: str
-    """The engine's ``SummaryOutcome``, or ``deferred`` / ``timeout`` / ``error`` / ``invalid``
-    / ``no_engine`` / ``lease_lost`` when the host decided."""
+    """The engine's ``SummaryOutcome``, or ``compression_deferred`` / ``timeout`` /
+    ``error`` / ``invalid`` / ``no_engine`` / ``lease_lost`` when the host decided."""
     tokens_before: int
     tokens_after: int
     llm_calls: int = 0
@@ -748,7 +748,9 @@ class Session:
         lease = store.acquire_lease(sid)
         if isinstance(lease, Deferred):
             # R-10.1: not an exhaustion, not a failure; the guards stay as they are.
-            return report("deferred", "deferred", holder=lease.holder, message=lease.message)
+            return report(
+                "deferred", "compression_deferred", holder=lease.holder, message=lease.message
+            )
         try:
             events.append(COMPACTING_MARKER)
             guards = self._guards()

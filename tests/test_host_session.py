@@ -172,6 +172,8 @@ def test_lock_contention_from_another_process_defers_R_10_1(tmp_path: Path) -> N
             outcome = session.end_turn()
             assert outcome.deferred
             assert outcome.compression is not None
+            assert outcome.compression.outcome == "compression_deferred"
+            assert outcome.compression is not None
             assert outcome.compression.holder == holder
             assert holder in (outcome.compression.message or "")
             assert any(holder in e for e in outcome.events)
