@@ -359,3 +359,22 @@ def test_context_timeout_bounds_the_whole_pass_R_14_9(tmp_path: Path) -> None:
         assert (outcome.compression.status, outcome.compression.outcome) == ("rejected", "timeout")
         assert session.id == sid and host.store.lineage(sid) == [sid]
     engine.release.set()
+
+
+def test_in_place_mode_keeps_the_id_and_never_doubles_the_window_R_8_2(tmp_path: Path) -> None:
+    engine = TailEngine(keep=1, threshold=10**9)
+    with make_host(tmp_path, engine, compression={"mode": "in_place"}) as host:
+        session = host.open_session(system_prompt="sys")
+        chat_turn(session, 1)
+        chat_turn(session, 2)
+        sid = session.id
+        before = len(host.store.all_messages(sid))
+        report = session.compress(force=True)
+        assert report.status == "committed" and session.id == sid
+        assert host.store.active_messages(sid) == session.raw_window
+        chat_turn(session, 3)
+        session.end_turn()
+        assert host.store.active_messages(sid) == session.raw_window
+        rows = host.store.all_messages(sid)
+        assert len(rows) == before + report.published_messages + 4  # archived rows kept
+        assert sum(1 for r in rows if not r.active) == before
