@@ -53,6 +53,18 @@ class Injection:
         return cls("attachment", text=text, name=name)
 
     @classmethod
+    def document(cls, path: str | Path, note: str | None = None) -> Injection:
+        """A document too large or binary to inline: its local path plus a short note, so
+        the agent can open it with its tools (R-2.2)."""
+        text = f"a document is available at {path}" + (f": {note}" if note else "")
+        return cls("attachment", text=text, name=Path(path).name)
+
+    @classmethod
+    def audio(cls, name: str, transcript: str) -> Injection:
+        """Audio is sent as its transcript, never as raw bytes (R-2.2)."""
+        return cls("attachment", text=transcript, name=f"{name} (audio transcript)")
+
+    @classmethod
     def file(cls, path: str | Path) -> Injection:
         """An ``@path`` reference: the file's text is read now and sent with this turn."""
         p = Path(path).expanduser()

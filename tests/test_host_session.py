@@ -81,10 +81,15 @@ def test_turn_scoped_injections_never_persist_R_2_1_R_2_2(tmp_path: Path) -> Non
                 Injection.todo([("write tests", True), "ship"]),
                 "OUT-OF-BAND-NOTE",
                 Injection.image(png),
+                Injection.document(tmp_path / "big.pdf", "the Q3 report, 80 pages"),
+                Injection.audio("memo.m4a", "AUDIO-TRANSCRIPT-31"),
             ]
         )
         wire = json.dumps(request)
-        for marker in ("FILE-BODY-7731", "ATTACHED-TEXT-55", "OUT-OF-BAND-NOTE", "[x] write tests"):
+        for marker in (
+            "FILE-BODY-7731", "ATTACHED-TEXT-55", "OUT-OF-BAND-NOTE", "[x] write tests",
+            "big.pdf: the Q3 report", "AUDIO-TRANSCRIPT-31",
+        ):
             assert marker in wire
         assert "data:image/png;base64," in wire
         assert check_invariants(request) == []
@@ -93,7 +98,10 @@ def test_turn_scoped_injections_never_persist_R_2_1_R_2_2(tmp_path: Path) -> Non
         session.add_user("next")
         following = json.dumps(session.build_request())
         stored = json.dumps([m.message for m in host.store.all_messages(session.id)])
-        for marker in ("FILE-BODY-7731", "ATTACHED-TEXT-55", "OUT-OF-BAND-NOTE", "base64"):
+        for marker in (
+            "FILE-BODY-7731", "ATTACHED-TEXT-55", "OUT-OF-BAND-NOTE", "base64", "big.pdf",
+            "AUDIO-TRANSCRIPT-31",
+        ):
             assert marker not in following
             assert marker not in stored
         with pytest.raises(InjectionError, match="no such file"):
