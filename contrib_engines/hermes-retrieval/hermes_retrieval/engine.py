@@ -271,7 +271,7 @@ class Retrieval:
             return unchanged(reason, {})
 
         block = "\n\n".join([_HEADER, *sections, BLOCK_END])
-        new_state = {
+        new_state: dict[str, Any] = {
             "turn_key": turn_key,
             "prefix_n": prefix_n,
             "prefix_key": prefix_key,

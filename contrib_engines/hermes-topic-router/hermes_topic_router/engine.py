@@ -153,7 +153,7 @@ def _turn_key(previous: str, text: str) -> str:
 def _starts_turn(message: Message) -> bool:
     # Every user message opens a turn: in a window the host normalised, console echoes
     # (aider's "aider_console" lines) are merged with the request next to them anyway.
-    return message.get("role") == "user"
+    return bool(message.get("role") == "user")
 
 
 def split_turns(messages: list[Message]) -> list[Segment]:
@@ -487,7 +487,7 @@ class TopicRouter:
         if check_invariants(out):
             # Leaving turns out can put two user messages side by side (a turn that ended
             # without a reply); merge them, never the system prompt or the summary.
-            merged, _ = normalize_alternation(out)
+            merged: list[Message] = normalize_alternation(out)[0]
             return merged
         return out
 
