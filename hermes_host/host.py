@@ -37,7 +37,7 @@ import itertools
 import json
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -441,6 +441,10 @@ class Session:
         self.last_prompt_tokens: int | None = None
         self._last_base: tuple[int, list[str]] | None = None
         self.events: list[str] = []
+        self.on_event: Callable[[str], None] | None = None
+        """Called with each user-facing line the moment it happens — e.g. the R-10.4
+        "Compacting context" marker *before* the summariser runs, so a front end can show a
+        "Summarizing…" state instead of a silent pause.  Exceptions it raises are ignored."""
         self._window_cache: tuple[tuple[int, int], list[Message], int] | None = None
 
     # -- adding messages ----------------------------------------------------------------
@@ -736,7 +740,7 @@ class Session:
                 **kw,
             )
             if r.message:
-                events.append(r.message)
+                self._emit(events, r.message)
             return r
 
         chain = host.chain("compress")
@@ -752,7 +756,7 @@ class Session:
                 "deferred", "compression_deferred", holder=lease.holder, message=lease.message
             )
         try:
-            events.append(COMPACTING_MARKER)
+            self._emit(events, COMPACTING_MARKER)
             guards = self._guards()
             if force:
                 guards = guard_rules.cleared_for_force(guards)
@@ -882,13 +886,21 @@ class Session:
                 host._broadcast("on_session_switch", SessionEvent(
                     session_id=self.id, previous_session_id=previous, reason="compression"
                 ))
-            events.append(COMPACTED_MARKER)
+            self._emit(events, COMPACTED_MARKER)
             return report(
                 "committed", value.outcome, previous_session_id=previous,
                 published_messages=len(new_window), **common,
             )
         finally:
             store.release_lease(lease)
+
+    def _emit(self, events: list[str], line: str) -> None:
+        events.append(line)
+        if self.on_event is not None:
+            try:
+                self.on_event(line)
+            except Exception:  # a front end's display bug must not break the turn
+                pass
 
     def _update_guards(
         self,

@@ -386,3 +386,26 @@ def test_in_place_mode_keeps_the_id_and_never_doubles_the_window_R_8_2(tmp_path:
         rows = host.store.all_messages(sid)
         assert len(rows) == before + report.published_messages + 4  # archived rows kept
         assert sum(1 for r in rows if not r.active) == before
+
+
+def test_status_marker_is_emitted_before_the_engine_runs_R_10_4(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    class Watching(TailEngine):
+        def _tail(self, request):  # type: ignore[no-untyped-def]
+            self.seen_at_compress = list(seen)
+            return super()._tail(request)
+
+    engine = Watching(keep=1, threshold=10**9)
+    with make_host(tmp_path, engine) as host:
+        session = host.open_session(system_prompt="sys")
+        session.on_event = seen.append
+        chat_turn(session, 1)
+        chat_turn(session, 2)
+        assert session.compress(force=True).status == "committed"
+        assert engine.seen_at_compress == [COMPACTING_MARKER]
+        assert seen == [COMPACTING_MARKER, COMPACTED_MARKER]
+        session.on_event = lambda line: 1 / 0  # a broken display callback breaks nothing
+        chat_turn(session, 3)
+        chat_turn(session, 4)
+        assert session.compress(force=True).status == "committed"
