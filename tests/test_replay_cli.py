@@ -185,3 +185,31 @@ def test_replay_malformed_input_exits_2_naming_the_line(
 def test_replay_missing_file_exits_2(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["replay", str(tmp_path / "nope.jsonl")])
     assert result.exit_code == 2 and "file not found" in result.output
+
+
+def test_replay_defaults_to_the_configured_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HERMES_HOST_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("HERMES_HOST_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    call = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+    rows = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "list"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a.py"},
+        {"role": "assistant", "content": "one file"},
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "config.yaml").write_text(
+        "summarizer:\n  provider: offline\nmemory:\n  providers: []\n", encoding="utf-8"
+    )
+    result = CliRunner().invoke(cli, ["replay", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["store"] == str(tmp_path / "home" / "state.db")
+    assert data["turns"] == 1 and data["steps"] == 3  # user; call + result; answer
+    assert data["final_request"] == rows[:4]  # what the last model call was sent
