@@ -49,6 +49,8 @@ BLOCK_START = "[RETRIEVED CONTEXT — REFERENCE ONLY]"
 BLOCK_END = "[END RETRIEVED CONTEXT]"
 _PREFIX_MESSAGES = 6  # a rewritten window (compression, prune) changes its first messages
 _RECENT_CHARS = 4000  # of each recent message mined for terms (tool outputs can be huge)
+_NAME_SCAN_CHARS = 2000  # of each stored message mined for the names index
+_NAMES_KEPT = 600  # ranked names kept in state for the rest of the window epoch
 KEYWORD_WEIGHT = 0.75
 """A plain keyword counts for a quarter of an exact path or error name (weight 3)."""
 METADATA_KEY = "_retrieval"
@@ -97,7 +99,7 @@ class RetrievalOptions(BaseModel):
         0.5, ge=0, le=1, description="Share of the block the names index may take."
     )
     names_scan_messages: int = Field(
-        20_000, ge=100, description="Newest stored messages scanned for the names index."
+        5_000, ge=100, description="Newest stored messages scanned for the names index."
     )
     include_tool_results: bool = Field(True, description="Tool outputs may be excerpted.")
     time_budget_seconds: float = Field(
@@ -258,17 +260,33 @@ class Retrieval:
             sections += [text for text, _ in chosen]
             hits = [meta for _, meta in chosen]
             used += sum(count_text(t) + 1 for t in sections)
+        names_state: dict[str, Any] = {}
         if opts.names_index and any(is_summary(m) for m in messages):
-            index = self._names_index(
-                request.history, window_text + "\n" + "\n".join(sections),
-                block_budget - used, started,
+            # Scanning the stored lineage is the expensive part: once per window epoch.
+            names_n = state.get("names_n")
+            same_epoch = (
+                isinstance(names_n, int)
+                and 0 < names_n <= len(messages)
+                and _prefix_digest(messages, names_n) == state.get("names_key")
             )
-            if index:
-                sections.append(index[0])
-                decision["names"] = index[1]
+            ranked = state.get("names") if same_epoch else None
+            if not isinstance(ranked, list):
+                ranked = self._ranked_names(request.history, started)
+                names_n, names_key = prefix_n, prefix_key
+            else:
+                names_key = str(state.get("names_key"))
+            if ranked is not None:
+                names_state = {"names_n": names_n, "names_key": names_key, "names": ranked}
+                index = _names_section(
+                    ranked, window_text + "\n" + "\n".join(sections), block_budget - used,
+                    opts.min_block_tokens,
+                )
+                if index:
+                    sections.append(index[0])
+                    decision["names"] = index[1]
         if not sections:
             reason = "no_terms" if not (identifiers or keywords) else "no_new_hits"
-            return unchanged(reason, {})
+            return unchanged(reason, names_state)
 
         block = "\n\n".join([_HEADER, *sections, BLOCK_END])
         new_state: dict[str, Any] = {
@@ -278,6 +296,7 @@ class Retrieval:
             "block": block,
             "hits": [h["message_id"] for h in hits],
             "injected": len(hits),
+            **names_state,
         }
         decision.update(
             injected=len(hits),
@@ -292,41 +311,28 @@ class Retrieval:
             state=new_state,
         )
 
-    def _names_index(
-        self, history: Any, visible: str, budget: int, started: float
-    ) -> tuple[str, int] | None:
-        """Names (paths, symbols, errors, URLs, ids) the compacted history mentions and the
-        window no longer shows, most often mentioned first, within ``budget`` tokens."""
+    def _ranked_names(self, history: Any, started: float) -> list[str] | None:
+        """Names (paths, symbols, errors, URLs, ids) the stored lineage mentions, most often
+        mentioned first (newest first on ties); ``None`` when there is no time left."""
         opts = self.options
-        if budget < opts.min_block_tokens or time.monotonic() - started > opts.time_budget_seconds:
+        if time.monotonic() - started > opts.time_budget_seconds:
             return None
         try:
             stored = history.messages(include_inactive=True)
-        except Exception:  # the excerpts above still stand
+        except Exception:  # the excerpts still stand
+            return None
+        if time.monotonic() - started > opts.time_budget_seconds:
             return None
         counts: dict[str, int] = {}
         last_seen: dict[str, int] = {}
         for position, stored_message in enumerate(stored[-opts.names_scan_messages :]):
             if not isinstance(stored_message, Mapping) or stored_message.get("role") == "system":
                 continue
-            for name in names_in(text_of(stored_message)[: _RECENT_CHARS * 4]):
+            for name in names_in(text_of(stored_message)[:_NAME_SCAN_CHARS]):
                 counts[name] = counts.get(name, 0) + 1
                 last_seen[name] = position
         ranked = sorted(counts, key=lambda n: (-counts[n], -last_seen[n], n))
-        header = "Names the compacted part of this conversation mentions (most mentioned first):"
-        chosen: list[str] = []
-        cost = count_text(header) + 2
-        for name in ranked:
-            if name in visible or contains_secret(name):
-                continue
-            step = count_text(name) + 1
-            if cost + step > budget:
-                break
-            cost += step
-            chosen.append(name)
-        if not chosen:
-            return None
-        return header + "\n" + ", ".join(chosen), len(chosen)
+        return [n for n in ranked if not contains_secret(n)][:_NAMES_KEPT]
 
     # --- search and fusion ------------------------------------------------------------
 
@@ -465,6 +471,28 @@ def _inject(messages: list[Message], target: int, block: str, hits: list[Any]) -
         message["content"] = f"{block}\n\n{content or ''}".rstrip("\n")
     message[METADATA_KEY] = {"hits": list(hits)}
     return [*messages[:target], message, *messages[target + 1 :]]
+
+
+def _names_section(
+    ranked: list[str], visible: str, budget: int, minimum: int
+) -> tuple[str, int] | None:
+    """The names the window no longer shows, in rank order, within ``budget`` tokens."""
+    if budget < minimum:
+        return None
+    header = "Names the compacted part of this conversation mentions (most mentioned first):"
+    chosen: list[str] = []
+    cost = count_text(header) + 2
+    for name in ranked:
+        if name in visible:
+            continue
+        step = count_text(name) + 1
+        if cost + step > budget:
+            break
+        cost += step
+        chosen.append(name)
+    if not chosen:
+        return None
+    return header + "\n" + ", ".join(chosen), len(chosen)
 
 
 def _score(hit: Mapping[str, Any]) -> float:

@@ -342,3 +342,26 @@ def test_agent_loop_without_a_user_request_gets_the_block_after_the_last_tool_re
     assert "line 88" in last["content"] and BLOCK_END in last["content"]
     assert result.messages[:-1] == window[:-1]
     assert check_invariants(result.messages) == []
+
+
+def test_names_index_scans_the_lineage_once_per_window_epoch():
+    class Counting(FtsHistory):
+        scans = 0
+
+        def messages(self, *, include_inactive=True):
+            Counting.scans += 1
+            return super().messages(include_inactive=include_inactive)
+
+    history = Counting()
+    edited = assistant("Edited lib/charts/blame_chart.js for TooltipFormatter.")
+    history.add([("s1", edited, False)])
+    summary = {"role": "user", "content": SUMMARY_PREFIX + "\n## Goal\ncharts"}
+    window = [SYSTEM, summary, assistant("Continuing."), user("make the bars thinner")]
+    engine = Retrieval()
+    first = engine.select_context(request=_request(window, history))
+    assert "lib/charts/blame_chart.js" in text_of(first.messages[-1])
+    window += [assistant("Done."), user("and now the legend colours")]
+    second = engine.select_context(request=_request(window, history, state=first.state))
+    assert second.decision["reason"] == "injected", "a new user turn recomputes the block"
+    assert "lib/charts/blame_chart.js" in text_of(second.messages[-1])
+    assert Counting.scans == 1, "the ranked names came from state"

@@ -10,7 +10,7 @@ from retrieval_helpers import SYSTEM, assistant, user
 from test_retrieval_engine import HOSTILE
 
 from hermes_host import SelectRequest
-from hermes_host.messages import check_invariants, text_of
+from hermes_host.messages import SUMMARY_PREFIX, check_invariants, text_of
 from hermes_host.store import open_store
 from hermes_retrieval import Retrieval
 from hermes_retrieval.engine import BLOCK_START
@@ -90,6 +90,14 @@ def test_100k_message_lineage_answers_within_the_hook_timeout(tmp_path: Path):
     started = time.monotonic()
     result = Retrieval().select_context(request=_request(parent, window, history))
     elapsed = time.monotonic() - started
-    store.close()
     assert elapsed < 5.0, elapsed
     assert "src/mod_7/part_3.py:412" in text_of(result.messages[-1])
+    # After a compaction the names index also scans the stored lineage (once per epoch).
+    summary = {"role": "user", "content": SUMMARY_PREFIX + "\n## Goal\nfix the cache"}
+    compacted = [SYSTEM, summary, assistant("Continuing."), window[-1]]
+    started = time.monotonic()
+    result = Retrieval().select_context(request=_request(parent, compacted, history))
+    elapsed = time.monotonic() - started
+    store.close()
+    assert elapsed < 5.0, elapsed
+    assert result.decision["names"] > 0
