@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=1_000_000,
                         help="messages in the query-benchmark store (default 1,000,000)")
-    parser.add_argument("--append", type=int, default=40_000, help="messages to append")
+    parser.add_argument("--append", type=int, default=20_000, help="messages to append")
     parser.add_argument("--batch", type=int, default=1_000, help="append batch size")
     parser.add_argument("--queries", type=int, default=200, help="queries per kind")
     parser.add_argument("--publish-size", type=int, default=10_000)

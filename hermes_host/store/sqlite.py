@@ -926,7 +926,10 @@ class SQLiteStore:
                     found = self._match("messages_fts", any_words, scope, limit)
             ranked.update(found)
         substring = trigram_query(query)
-        if substring is not None and len(ranked) < limit:
+        # The substring index answers what words cannot (partial identifiers, CJK, paths).
+        # A long trigram phrase intersects many posting lists, so it runs only when the word
+        # index found nothing — a word hit is the better answer anyway.
+        if substring is not None and not ranked:
             for rowid, score in self._match("messages_fts_trigram", substring, scope, limit):
                 if rowid not in ranked and len(ranked) < limit:
                     ranked[rowid] = 1000.0 + score  # after every porter hit, in trigram order
