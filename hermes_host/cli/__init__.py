@@ -46,6 +46,7 @@ _COMMANDS: list[tuple[str, str]] = [
     ("demo", "demo"),
     ("sessions", "sessions"),
     ("eval", "eval_cmd"),
+    ("import_cmd", "import_transcript"),
 ]
 
 _register()
