@@ -280,6 +280,7 @@ class EvalRun:
                 "mean_per_call": round(self.mean_tokens, 1),
                 "median_per_call": statistics.median(calls) if calls else 0,
                 "max_per_call": max(calls) if calls else 0,
+                "mean_per_turn": round(sum(calls) / self.turns, 1) if self.turns else 0.0,
             },
             "aux_llm_calls": self.aux_llm_calls,
             "compressions": self.compressions,
@@ -438,6 +439,9 @@ def summarise_runs(runs: Sequence[EvalRun]) -> dict[str, dict[str, Any]]:
             ),
             "model_calls": sum(r.model_calls for r in mine),
             "mean_tokens_per_call": round(statistics.fmean(calls), 1) if calls else 0.0,
+            "mean_tokens_per_turn": (
+                round(sum(calls) / turns, 1) if (turns := sum(r.turns for r in mine)) else 0.0
+            ),
             "total_tokens_sent": sum(calls),
             "aux_llm_calls": sum(r.aux_llm_calls for r in mine),
             "compressions": sum(r.compressions for r in mine),

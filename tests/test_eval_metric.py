@@ -134,6 +134,8 @@ def test_summary_takes_the_median_of_per_transcript_recall():
     assert overall["c"]["transcripts_with_recall"] == 3 and overall["c"]["transcripts"] == 4
     assert overall["c"]["pooled_needed_later_recall"] == round(18 / 34, 4)
     assert overall["c"]["mean_tokens_per_call"] == 150.0
+    assert overall["c"]["mean_tokens_per_turn"] == 750 / 12
+    assert runs[0].as_dict()["tokens_sent"]["mean_per_turn"] == 100.0
     assert overall["c+r"]["median_needed_later_recall"] == 0.9
 
 
