@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conformance_helpers import broken_engine, run, transcripts_dir
 
 from hermes_host import SelectRequest, SelectResult, hookimpl
 from hermes_host.fence import HookRunner, Provenance
@@ -19,7 +20,6 @@ from hermes_host.scaffold import render
 from hermes_host.testing import CHECKS, build_request, check_hook, generated_sessions
 from hermes_host.testing.conformance import ENGINE_NAME
 from hermes_host.testing.generate import transcript_sessions
-from tests.conformance_helpers import broken_engine, run, transcripts_dir
 
 SESSIONS = {s.id: s for s in generated_sessions()}
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import click
 import pytest
+from conformance_helpers import REPO, run
 
 from hermes_host.cli import cli
-from tests.conformance_helpers import REPO, run
 
 DOCS = REPO / "docs"
 OPTIONAL_PAGES = {"embedding.md", "evaluation.md", "benchmarks.md"}

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conformance_helpers import REPO, run
 
 from hermes_host.config import HermesConfig
 from hermes_host.host import ContextHost
-from tests.conformance_helpers import REPO, run
 
 DIST = REPO / "docs" / "tutorial" / "hermes-count-trigger"
 

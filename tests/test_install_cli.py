@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conformance_helpers import run
 
 from hermes_host.cli import cli
-from tests.conformance_helpers import run
 
 CLI = "from hermes_host.cli import cli; cli(prog_name='hermes-host')"
 

@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from tests.conformance_helpers import make_overlay_venv, run
+from conformance_helpers import make_overlay_venv, run
 
 pytestmark = pytest.mark.slow
 
