@@ -12,7 +12,14 @@ the incoming user message:
 * placed inside the last user message: no new message is created, so role alternation holds
   (R-1.4) and every earlier message stays byte-identical, so prompt caching holds (R-1.3);
 * bounded: at most ``budget_share`` of the tokens the window leaves free this turn;
-* no duplicates: an excerpt already present verbatim in the window is not injected again.
+* no duplicates: an excerpt already present verbatim in the window is not injected again;
+* stable: computed once per user turn (or window epoch) and handed back in ``state``, so an
+  agent loop's later sends of the same turn carry the identical block;
+* after a compaction, also a short index of the names (paths, symbols, errors) the compacted
+  history mentions and the window no longer shows.
+
+An agent run whose only user request was compacted into the summary gets the block after
+its newest tool result instead (still no new message).
 
 Search is lexical (FTS5/BM25 through the store); exact identifiers from the incoming message
 weigh most (see :mod:`hermes_retrieval.query`).  Results of the per-term queries are fused
@@ -144,13 +151,6 @@ def _norm(text: str) -> str:
 
 def _digest(text: str) -> str:
     return hashlib.blake2b(_norm(text).encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
-
-
-def strip_block(text: str) -> str:
-    """``text`` without a retrieval block this engine prepended earlier."""
-    if text.startswith(BLOCK_START) and BLOCK_END in text:
-        return text.split(BLOCK_END, 1)[1].lstrip("\n")
-    return text
 
 
 class Retrieval:
