@@ -927,6 +927,41 @@ class Session:
             ),
         )
 
+    def status(self) -> dict[str, Any]:
+        """What ``/status`` shows (R-12.1): session, model, tokens and context use, guards,
+        lineage, and the invariant counters.  JSON-ready."""
+        host = self.host
+        model = host.config.model
+        tokens = self.window_tokens
+        guards = self._guards()
+        decision = guard_rules.host_decision(
+            tokens=tokens, context_length=model.context_length,
+            settings=host.config.compression, guards=guards, model=model.name,
+        )
+        return {
+            "session_id": self.id,
+            "title": self.title,
+            "model": model.name,
+            "window_tokens": tokens,
+            "context_length": model.context_length,
+            "context_used": round(tokens / model.context_length, 4),
+            "threshold_tokens": decision.threshold_tokens,
+            "blocked": guard_rules.blocked_reason(guards, tokens, model.context_length),
+            "messages": len(self._window),
+            "compression_count": self.compression_count,
+            "lineage": list(self.lineage),
+            "guards": {
+                "cooldown_until": guards.cooldown_until,
+                "fallback_streak": guards.fallback_streak,
+                "ineffective_count": guards.ineffective_count,
+            },
+            "normalised": self.normalised.as_dict(),
+            "cache_violations": self.cache_violations,
+            "engines": {hook: host.chain(hook) for hook in ("should_compress", "compress",
+                                                            "select_context")},
+            "memory_providers": host.providers,
+        }
+
     def export_id(self) -> None:
         """Expose this session's id as ``$HERMES_HOST_SESSION_ID`` to the process and the
         tools it starts; a rotation keeps it current (R-8.1)."""

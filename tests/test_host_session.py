@@ -409,3 +409,19 @@ def test_status_marker_is_emitted_before_the_engine_runs_R_10_4(tmp_path: Path) 
         chat_turn(session, 3)
         chat_turn(session, 4)
         assert session.compress(force=True).status == "committed"
+
+
+def test_status_reports_tokens_context_use_and_guards_R_12_1(tmp_path: Path) -> None:
+    with make_host(tmp_path, OutcomeEngine("failed_transient", cooldown=60, threshold=100)) as host:
+        session = host.open_session(title="st", system_prompt="sys")
+        chat_turn(session, 1)
+        session.end_turn()
+        status = session.status()
+        assert status["session_id"] == session.id and status["title"] == "st"
+        assert status["window_tokens"] == session.window_tokens > 0
+        assert status["context_length"] == 4000
+        assert status["context_used"] == round(session.window_tokens / 4000, 4)
+        assert status["threshold_tokens"] == 2000
+        assert str(status["blocked"]).startswith("cooldown:")
+        assert status["engines"]["compress"] == ["tail"]
+        json.dumps(status)  # JSON-ready
