@@ -235,7 +235,12 @@ def main(argv: list[str] | None = None) -> int:
         target = "≤ 200 ms" if "summary" in label else "(worst case)"
         out(f"| publish {label}, {args.publish_size:,}-message session | {ms:.0f} ms | "
             f"{target} |\n")
-    out(f"\nSearch latency includes the bookends (2 messages either side of each of up to 10 "
+    counting_us = 1e6 / append["counted"] - 1e6 / append["precounted"]
+    out(f"\nAppend cost per message: {1e6 / append['precounted']:.0f} µs in the store (encoding, "
+        f"staging, porter + trigram FTS sync; the trigram index is most of it) plus "
+        f"{max(0.0, counting_us):.0f} µs of tiktoken counting when the caller passes no "
+        "token_counts.  ")
+    out(f"Search latency includes the bookends (2 messages either side of each of up to 10 "
         f"hits); {args.queries} queries per row.  Publish figures are medians of {args.reps} "
         "runs and include encoding, token counting, the lease check and the FTS sync.\n")
     return 0
