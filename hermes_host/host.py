@@ -862,9 +862,12 @@ class Session:
                 )
             try:
                 published = store.publish_compression(lease, sid, new_window, mode=settings.mode)
-            except LeaseLostError as exc:
+            except StoreError as exc:
+                # Lost lease, or another process already rotated this session: nothing was
+                # written, so the live session stays exactly as it was.
+                kind = "lease_lost" if isinstance(exc, LeaseLostError) else "store_refused"
                 return report(
-                    "rejected", "lease_lost", **{**common, "tokens_after": tokens_before},
+                    "rejected", kind, **{**common, "tokens_after": tokens_before},
                     message=f"compression discarded, session unchanged: {exc}",
                 )
             previous = self.id
@@ -961,6 +964,57 @@ class Session:
                                                             "select_context")},
             "memory_providers": host.providers,
         }
+
+    def undo(self, turns: int = 1) -> int:
+        """``/undo [N]``: take the last ``turns`` user turns out of the window; returns how
+        many messages left it.  The rows are archived in the store (``active=0``, still
+        searchable), never deleted.  Like a compression, this is a deliberate rewrite of
+        past context, so the prompt-cache check restarts after it."""
+        if turns < 1:
+            raise ValueError("undo needs at least one turn")
+        starts = [i for i, m in enumerate(self._window) if m.get("role") == "user"]
+        if not starts:
+            return 0
+        cut = starts[-min(turns, len(starts))]
+        kept = self._window[:cut]
+        store = self.host.store
+        lease = store.acquire_lease(self.id)
+        if isinstance(lease, Deferred):
+            raise StoreError(f"cannot undo now: {lease.message}")
+        try:
+            store.publish_compression(lease, self.id, kept, mode="in_place", reason="undo")
+        finally:
+            store.release_lease(lease)
+        removed = len(self._window) - cut
+        self._window = list(kept)
+        self._turn_start = min(self._turn_start, len(self._window))
+        self.compression_epoch += 1
+        return removed
+
+    def branch(self, title: str | None = None) -> Session:
+        """``/branch [name]``: a new session that starts from a copy of this window (same
+        system prompt), linked to this one as its parent; this session is left as it is."""
+        host = self.host
+        row = host.store.get_session(self.id)
+        child = host.store.create_session(
+            source=row.source, user_id=row.user_id, model=row.model,
+            model_config=dict(row.model_config), system_prompt=self.system_prompt,
+            parent_session_id=self.id, title=title, cwd=row.cwd, goal=row.goal,
+        )
+        if self._window:
+            host.store.append_messages(child.id, self._window)
+        fork = Session(host, child.id, self.system_prompt, list(self._window),
+                       title=child.title, cwd=child.cwd)
+        fork.lineage = [*self.lineage, child.id]
+        host._broadcast("on_session_switch", SessionEvent(
+            session_id=child.id, previous_session_id=self.id, reason="branch"
+        ))
+        return fork
+
+    def set_title(self, title: str) -> None:
+        """``/title name``.  Raises :class:`~hermes_host.store.TitleConflictError` when
+        another session has it (titles are unique)."""
+        self.title = self.host.store.update_session(self.id, title=title).title
 
     def export_id(self) -> None:
         """Expose this session's id as ``$HERMES_HOST_SESSION_ID`` to the process and the

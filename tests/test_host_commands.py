@@ -1,0 +1,58 @@
+"""Session operations behind the slash commands: /undo, /branch, /title (R-12.1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hermes_host.messages import check_invariants
+from hermes_host.store import TitleConflictError
+from tests.host_helpers import TailEngine, chat_turn, make_host
+
+
+def test_undo_archives_the_last_turns_and_keeps_them_searchable(tmp_path: Path) -> None:
+    with make_host(tmp_path, TailEngine(threshold=10**9)) as host:
+        session = host.open_session(system_prompt="sys")
+        for n in range(3):
+            chat_turn(session, n)
+        session.add_user("UNDO-ME please")
+        sid = session.id
+        assert session.undo(2) == 5  # the half-finished turn and turn 2 (4 messages)
+        assert session.id == sid
+        window = session.raw_window
+        assert len(window) == 8 and window[-1]["content"].startswith("answer 1")
+        assert host.store.active_messages(sid) == window
+        assert check_invariants(session.build_request()) == []
+        archived = [r.message for r in host.store.all_messages(sid) if not r.active]
+        assert any(m.get("content") == "UNDO-ME please" for m in archived)
+        assert host.store.session_search("UNDO-ME", session_id=sid)
+        session.add_user("next question")
+        assert session.build_request()[-1] == {"role": "user", "content": "next question"}
+        with pytest.raises(ValueError):
+            session.undo(0)
+
+
+def test_branch_forks_the_window_and_leaves_the_original(tmp_path: Path) -> None:
+    with make_host(tmp_path, TailEngine(threshold=10**9)) as host:
+        session = host.open_session(title="main line", system_prompt="sys")
+        chat_turn(session, 1)
+        fork = session.branch("experiment")
+        assert fork.id != session.id and fork.title == "experiment"
+        assert fork.raw_window == session.raw_window
+        assert host.store.get_session(fork.id).parent_session_id == session.id
+        fork.add_user("only in the fork")
+        assert len(session.raw_window) == 4 and len(fork.raw_window) == 5
+        assert len(host.store.active_messages(session.id)) == 4
+        assert fork.build_request()[0] == {"role": "system", "content": "sys"}
+
+
+def test_title_is_unique(tmp_path: Path) -> None:
+    with make_host(tmp_path, TailEngine(threshold=10**9)) as host:
+        first = host.open_session(title="alpha", system_prompt="sys")
+        second = host.open_session(system_prompt="sys")
+        second.set_title("beta")
+        assert host.store.get_session(second.id).title == "beta"
+        with pytest.raises(TitleConflictError):
+            second.set_title(first.title or "")
+        assert host.resume("beta").id == second.id
