@@ -756,11 +756,13 @@ class Session:
                 "deferred", "compression_deferred", holder=lease.holder, message=lease.message
             )
         try:
-            self._emit(events, COMPACTING_MARKER)
+            if not preview:
+                self._emit(events, COMPACTING_MARKER)
             guards = self._guards()
             if force:
                 guards = guard_rules.cleared_for_force(guards)
-                store.write_guards(sid, Guards())
+                if not preview:  # a preview changes nothing, not even the guards
+                    store.write_guards(sid, Guards())
 
             def remaining(hook: str) -> float | None:
                 left = deadline - time.monotonic()

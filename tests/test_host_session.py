@@ -15,6 +15,7 @@ import pytest
 from hermes_host.host import COMPACTED_MARKER, COMPACTING_MARKER
 from hermes_host.injections import Injection, InjectionError
 from hermes_host.messages import check_invariants
+from hermes_host.store import Guards
 from tests.host_helpers import (
     HangingEngine,
     OutcomeEngine,
@@ -280,8 +281,11 @@ def test_preview_publishes_nothing_and_resume_by_title(tmp_path: Path) -> None:
         chat_turn(session, 1)
         chat_turn(session, 2)
         sid = session.id
+        host.store.write_guards(sid, Guards(ineffective_count=2))
         preview = session.compress(preview=True)
         assert preview.status == "preview" and preview.proposed
+        assert host.store.read_guards(sid).ineffective_count == 2  # a preview changes nothing
+        assert COMPACTED_MARKER not in session.events
         assert session.id == sid and host.store.lineage(sid) == [sid]
         report = session.compress(force=True, focus="tests")
         assert report.status == "committed"
