@@ -47,6 +47,7 @@ _COMMANDS: list[tuple[str, str]] = [
     ("sessions", "sessions"),
     ("eval", "eval_cmd"),
     ("import_cmd", "import_transcript"),
+    ("chat", "chat"),
 ]
 
 _register()

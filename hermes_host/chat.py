@@ -1,0 +1,675 @@
+"""The ``hermes-host chat`` REPL, without the terminal: command parsing, turns, slash commands.
+
+Why separate from :mod:`hermes_host.cli.chat`: everything here takes a line and reports
+through a small :class:`ChatUI` protocol, so it can be driven by a test, another front end,
+or the terminal loop alike.  The model is behind :class:`ChatModel`; the real one is
+:class:`AnthropicChatModel` (the ``anthropic`` SDK).
+
+A turn (:meth:`ChatController.send`)::
+
+    session.add_user(line) → session.build_request() → to_anthropic(request)
+    → model.complete(system, messages, max_tokens) → session.add_assistant(text)
+    → session.end_turn(usage) → show outcome.events (R-10.4 markers, compaction notes)
+
+Slash commands (R-12.1) are listed in :data:`COMMANDS`; ``/help`` prints them.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import difflib
+import json
+import os
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anthropic
+
+from hermes_host.host import CompressionReport, ContextHost, Session, TurnOutcome
+from hermes_host.llm.anthropic_summarizer import classify_status_error
+from hermes_host.messages import is_summary, text_of
+from hermes_host.models import Message
+from hermes_host.store import Deferred, StoreError, TitleConflictError
+
+__all__ = [
+    "COMMANDS",
+    "DEFAULT_SYSTEM_PROMPT",
+    "AnthropicChatModel",
+    "ChatController",
+    "ChatModel",
+    "ChatUI",
+    "Command",
+    "CommandError",
+    "CommandSpec",
+    "CompressArgs",
+    "ModelError",
+    "ModelReply",
+    "parse_command",
+    "parse_compress_args",
+    "to_anthropic",
+    "turn_starts",
+]
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a helpful assistant talking with a developer in a terminal. Answer concisely."
+)
+"""The system prompt of a new chat session unless ``--system`` gives another."""
+
+DEFAULT_MAX_TOKENS = 4096
+"""Used when ``model.max_output_tokens`` is 0 (the Messages API requires a positive value)."""
+
+
+# --------------------------------------------------------------------------- commands
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """One slash command: its name, aliases, argument synopsis and one-line help."""
+
+    name: str
+    usage: str
+    help: str
+    aliases: tuple[str, ...] = ()
+
+
+COMMANDS: tuple[CommandSpec, ...] = (
+    CommandSpec("compress", "[here [N]] [--preview] [focus…]",
+                "compress now (clears the cooldown); `here N` keeps the last N turns; "
+                "--preview shows the effect without committing; words favour a topic",
+                ("compact",)),
+    CommandSpec("new", "[name]", "end this session and start a fresh one", ("reset",)),
+    CommandSpec("undo", "[N]", "remove the last N turns (default 1) from the window; the "
+                "store keeps them"),
+    CommandSpec("branch", "[name]", "fork: a new session whose parent is this one, with this "
+                "window copied", ("fork",)),
+    CommandSpec("status", "", "session, model, context use, compressions, select_context"),
+    CommandSpec("resume", "[name|id]", "switch to a stored session and show its recap"),
+    CommandSpec("sessions", "", "list recent sessions"),
+    CommandSpec("title", "[name]", "show or set this session's title"),
+    CommandSpec("help", "", "this list"),
+    CommandSpec("quit", "", "leave (the session stays in the store)", ("exit", "q")),
+)
+
+_BY_NAME: dict[str, CommandSpec] = {}
+for _spec in COMMANDS:
+    _BY_NAME[_spec.name] = _spec
+    for _alias in _spec.aliases:
+        _BY_NAME[_alias] = _spec
+
+
+class CommandError(ValueError):
+    """A slash command could not be understood; ``str()`` says how to fix it."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """A parsed slash command: the canonical ``name`` and its arguments."""
+
+    name: str
+    args: tuple[str, ...] = ()
+    raw_args: str = ""
+    """Everything after the command word, verbatim (titles keep their spacing)."""
+
+
+def parse_command(line: str) -> Command | None:
+    """``None`` when ``line`` is a message (no leading ``/``, or an escaped ``//``);
+    otherwise the :class:`Command`, or :class:`CommandError` for an unknown one (with a
+    suggestion)."""
+    text = line.strip()
+    if not text.startswith("/") or text.startswith("//"):
+        return None
+    word, _, rest = text[1:].partition(" ")
+    word = word.lower()
+    spec = _BY_NAME.get(word)
+    if spec is None:
+        close = difflib.get_close_matches(word, list(_BY_NAME), n=1, cutoff=0.6)
+        hint = f" — did you mean /{_BY_NAME[close[0]].name}?" if close else "."
+        shown = f"/{word}" if word else "/"
+        raise CommandError(f"unknown command {shown}{hint} Type /help for the list.")
+    rest = rest.strip()
+    try:
+        args = tuple(shlex.split(rest))
+    except ValueError:
+        args = tuple(rest.split())
+    return Command(spec.name, args, rest)
+
+
+@dataclass(frozen=True)
+class CompressArgs:
+    """``/compress [here [N]] [--preview] [focus…]``."""
+
+    keep_last_turns: int | None = None
+    preview: bool = False
+    focus: str | None = None
+
+
+def parse_compress_args(args: Sequence[str]) -> CompressArgs:
+    """Parse ``/compress`` arguments; ``here`` without N keeps the last turn."""
+    rest = list(args)
+    preview = False
+    while "--preview" in rest:
+        rest.remove("--preview")
+        preview = True
+    unknown = [a for a in rest if a.startswith("--")]
+    if unknown:
+        raise CommandError(f"/compress: unknown option {unknown[0]}; usage: "
+                           f"/compress {_BY_NAME['compress'].usage}")
+    keep: int | None = None
+    if rest and rest[0].lower() == "here":
+        rest.pop(0)
+        keep = 1
+        if rest and rest[0].lstrip("-").isdigit():
+            keep = int(rest.pop(0))
+            if keep < 0:
+                raise CommandError("/compress here N: N must be 0 or more")
+    focus = " ".join(rest).strip() or None
+    return CompressArgs(keep_last_turns=keep, preview=preview, focus=focus)
+
+
+def turn_starts(window: Sequence[Message]) -> list[int]:
+    """Indexes of the user messages that open a turn (a summary block opens none)."""
+    return [
+        i for i, m in enumerate(window) if m.get("role") == "user" and not is_summary(m)
+    ]
+
+
+# --------------------------------------------------------------------------- the wire
+
+
+def _image_block(part: Mapping[str, Any]) -> dict[str, Any] | None:
+    image = part.get("image_url")
+    url = image.get("url") if isinstance(image, Mapping) else image
+    if not isinstance(url, str):
+        return None
+    if url.startswith("data:") and ";base64," in url:
+        head, data = url[5:].split(";base64,", 1)
+        return {"type": "image", "source": {"type": "base64", "media_type": head or
+                                            "image/png", "data": data}}
+    return {"type": "image", "source": {"type": "url", "url": url}}
+
+
+def _blocks(message: Message) -> list[dict[str, Any]]:
+    role = message.get("role")
+    blocks: list[dict[str, Any]] = []
+    if role == "tool":
+        label = message.get("name") or message.get("tool_call_id") or "tool"
+        blocks.append({"type": "text", "text": f"[tool result: {label}]\n{text_of(message)}"})
+        return blocks
+    content = message.get("content")
+    if isinstance(content, str):
+        blocks.append({"type": "text", "text": content})
+    elif isinstance(content, list):
+        for part in content:
+            if not isinstance(part, Mapping):
+                continue
+            if part.get("type") == "image_url":
+                image = _image_block(part)
+                if image is not None:
+                    blocks.append(image)
+            elif isinstance(part.get("text"), str):
+                blocks.append({"type": "text", "text": part["text"]})
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function") if isinstance(call, Mapping) else None
+        if isinstance(fn, Mapping):
+            blocks.append({"type": "text", "text": f"[called {fn.get('name')}"
+                           f"({fn.get('arguments', '')})]"})
+    return [b for b in blocks if b.get("type") != "text" or str(b.get("text", "")).strip()]
+
+
+def to_anthropic(request: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
+    """An OpenAI-format request (as :meth:`Session.build_request` returns it) → the Messages
+    API's ``system`` string and ``messages`` list.
+
+    The chat declares no tools, and the API refuses ``tool_use`` blocks without tools, so
+    tool calls and results of a resumed or imported session are shown as text.  Roles
+    alternate strictly (neighbours of one role are joined), the first message is ``user``
+    and no text block is empty — the API's own rules.
+    """
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+    for message in request:
+        role = message.get("role")
+        if role == "system":
+            text = text_of(message).strip()
+            if text:
+                system.append(text)
+            continue
+        wire_role = "assistant" if role == "assistant" else "user"
+        blocks = _blocks(message) or [{"type": "text", "text": "(empty)"}]
+        if out and out[-1]["role"] == wire_role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": wire_role, "content": blocks})
+    if not out or out[0]["role"] != "user":
+        out.insert(0, {"role": "user", "content": [
+            {"type": "text", "text": "(the conversation continues)"}]})
+    return "\n\n".join(system), out
+
+
+# --------------------------------------------------------------------------- the model
+
+
+class ModelError(Exception):
+    """The model call failed; ``str()`` is safe to show (status and error type only)."""
+
+
+@dataclass
+class ModelReply:
+    text: str
+    usage: Any = None
+    """The provider's usage object (``input_tokens``, ``output_tokens``…), for end_turn."""
+    stop_reason: str | None = None
+
+
+class ChatModel(Protocol):
+    """What the controller needs from a model."""
+
+    name: str
+
+    def complete(
+        self, system: str, messages: list[dict[str, Any]], max_tokens: int
+    ) -> ModelReply: ...
+
+
+class AnthropicChatModel:
+    """The Messages API through the real ``anthropic`` SDK.
+
+    The key is given explicitly (the CLI reads ``ANTHROPIC_API_KEY``); the endpoint is
+    ``base_url``, else the SDK's own ``ANTHROPIC_BASE_URL`` handling.  Errors carry only the
+    HTTP status and the API's error type — never the key or the prompt."""
+
+    def __init__(
+        self,
+        name: str,
+        api_key: str,
+        *,
+        base_url: str | None = None,
+        timeout: float = 600.0,
+        max_retries: int = 2,
+    ) -> None:
+        self.name = name
+        self._client = anthropic.Anthropic(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
+
+    def __repr__(self) -> str:  # never show the key
+        return f"AnthropicChatModel(name={self.name!r})"
+
+    def complete(
+        self, system: str, messages: list[dict[str, Any]], max_tokens: int
+    ) -> ModelReply:
+        params: dict[str, Any] = {
+            "model": self.name, "max_tokens": max_tokens, "messages": messages,
+        }
+        if system:
+            params["system"] = system
+        try:
+            response = self._client.messages.create(**params)
+        except anthropic.APIStatusError as exc:
+            raise ModelError(str(classify_status_error(exc))) from None
+        except anthropic.APITimeoutError:
+            raise ModelError("anthropic: request timed out (APITimeoutError)") from None
+        except anthropic.APIConnectionError:
+            raise ModelError("anthropic: connection failed (APIConnectionError)") from None
+        except (anthropic.AnthropicError, ValueError) as exc:
+            raise ModelError(f"anthropic: request failed ({type(exc).__name__})") from None
+        text = "".join(
+            getattr(b, "text", "") or "" for b in response.content or []
+            if getattr(b, "type", None) == "text"
+        )
+        return ModelReply(text=text, usage=response.usage, stop_reason=response.stop_reason)
+
+
+# --------------------------------------------------------------------------- the UI
+
+
+class ChatUI(Protocol):
+    """Where the controller reports.  The terminal implementation uses rich."""
+
+    def reply(self, text: str) -> None:
+        """The model's answer."""
+
+    def info(self, text: str) -> None:
+        """Command output and notes."""
+
+    def event(self, text: str) -> None:
+        """Host events: the R-10.4 status markers, compaction notes."""
+
+    def error(self, text: str) -> None:
+        """Something failed; the text says what and what to do."""
+
+    def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+        """A small table (``/sessions``)."""
+
+
+# --------------------------------------------------------------------------- controller
+
+
+@dataclass
+class ChatController:
+    """Drives one chat: messages become turns, slash commands act on the host and store.
+
+    ``session`` changes on ``/new``, ``/branch``, ``/resume``, ``/undo`` and when a
+    compression rotates the session (the host updates the id in place then).
+    """
+
+    host: ContextHost
+    session: Session
+    model: ChatModel
+    ui: ChatUI
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    restore_cwd: bool = True
+    history: list[str] = field(default_factory=list)
+    """Session ids this controller has worked on, oldest first."""
+    last_outcome: TurnOutcome | None = None
+    """What the last :meth:`Session.end_turn` decided (shown by ``/status``)."""
+
+    def __post_init__(self) -> None:
+        self.history.append(self.session.id)
+        self.session.export_id()
+
+    @property
+    def max_tokens(self) -> int:
+        return self.host.config.model.max_output_tokens or DEFAULT_MAX_TOKENS
+
+    # -- input ----------------------------------------------------------------------------
+
+    def handle(self, line: str) -> bool:
+        """Handle one input line; ``False`` means the user asked to quit."""
+        try:
+            command = parse_command(line)
+        except CommandError as exc:
+            self.ui.error(str(exc))
+            return True
+        if command is None:
+            text = line.strip()
+            if text.startswith("//"):
+                text = text[1:]  # "//etc" sends "/etc"
+            if text:
+                self.send(text)
+            return True
+        if command.name == "quit":
+            return False
+        handler = getattr(self, f"cmd_{command.name}")
+        try:
+            handler(command)
+        except CommandError as exc:
+            self.ui.error(str(exc))
+        except StoreError as exc:
+            self.ui.error(f"/{command.name} failed: {exc}")
+        return True
+
+    def send(self, text: str) -> None:
+        """One turn: store the user text, ask the model, store the answer, end the turn."""
+        session = self.session
+        session.add_user(text)
+        system, messages = to_anthropic(session.build_request())
+        try:
+            reply = self.model.complete(system, messages, self.max_tokens)
+        except ModelError as exc:
+            self.ui.error(f"model call failed: {exc}. Your message is stored; send another "
+                          "message to continue.")
+            return
+        session.add_assistant(reply.text)
+        self.ui.reply(reply.text if reply.text.strip() else "(the model returned no text)")
+        if reply.stop_reason == "max_tokens":
+            self.ui.info(f"(the answer was cut at max_tokens={self.max_tokens}; "
+                         "raise model.max_output_tokens for longer answers)")
+        before = session.id
+        outcome = session.end_turn(reply.usage)
+        self.last_outcome = outcome
+        for line in outcome.events:
+            self.ui.event(line)
+        if session.id != before:
+            self.history.append(session.id)
+            self.ui.info(f"session continues as {session.id} (compressed from {before})")
+
+    # -- slash commands ---------------------------------------------------------------------
+
+    def cmd_help(self, command: Command) -> None:
+        lines = ["Commands:"]
+        for spec in COMMANDS:
+            names = "/" + spec.name + "".join(f", /{a}" for a in spec.aliases)
+            usage = f" {spec.usage}" if spec.usage else ""
+            lines.append(f"  {names}{usage}\n      {spec.help}")
+        lines.append("Anything else is sent to the model (start with // to send a leading /).")
+        self.ui.info("\n".join(lines))
+
+    def cmd_compress(self, command: Command) -> None:
+        args = parse_compress_args(command.args)
+        session = self.session
+        before_events = len(session.events)
+        window_before = [m for m in session.window() if m.get("role") != "system"]
+        report = session.compress(
+            force=True, focus=args.focus, keep_last_turns=args.keep_last_turns,
+            preview=args.preview,
+        )
+        if args.preview:
+            # The R-10.4 markers announce a real compaction; a preview shows its own lines.
+            self._show_preview(report.proposed or [], window_before, report)
+            return
+        for line in session.events[before_events:]:
+            self.ui.event(line)
+        saved = report.tokens_before - report.tokens_after
+        pct = f"{saved / report.tokens_before:.0%}" if report.tokens_before else "0%"
+        if report.status == "committed":
+            self.ui.info(f"compressed: {report.tokens_before:,} → {report.tokens_after:,} "
+                         f"tokens (-{pct}, {report.outcome}, {report.llm_calls} LLM call(s)); "
+                         f"session {report.session_id}")
+            if report.session_id not in self.history:
+                self.history.append(report.session_id)
+        elif not report.message:
+            self.ui.info(f"compression {report.status} ({report.outcome})")
+
+    def _show_preview(
+        self, proposed: list[Message], window_before: list[Message], report: CompressionReport
+    ) -> None:
+        kept = [m for m in proposed if m.get("role") != "system"]
+        kept_set = {_key(m) for m in kept}
+        before_set = {_key(m) for m in window_before}
+        summarised = [m for m in window_before if _key(m) not in kept_set]
+        saved = report.tokens_before - report.tokens_after
+        pct = f"{saved / report.tokens_before:.0%}" if report.tokens_before else "0%"
+        lines = [
+            f"preview ({report.status}, {report.outcome}; nothing was committed): "
+            f"{report.tokens_before:,} → {report.tokens_after:,} tokens (-{pct}), "
+            f"{report.llm_calls} LLM call(s)",
+            f"would summarise {len(summarised)} of {len(window_before)} messages:",
+        ]
+        for message in summarised[:8]:
+            lines.append(f"  - {message.get('role')}: {_short(text_of(message), 70)}")
+        if len(summarised) > 8:
+            lines.append(f"  … and {len(summarised) - 8} more")
+        summary = next((m for m in kept if is_summary(m) and _key(m) not in before_set), None)
+        if summary is not None:
+            body = text_of(summary).split("\n\n", 1)[-1]  # past the R-7.4 prefix
+            lines.append(f"new summary ({len(text_of(summary)):,} chars) starts: "
+                         f"{_short(body, 160)}")
+        lines.append(f"would keep {len(kept)} messages; run /compress without --preview to "
+                     "commit")
+        self.ui.info("\n".join(lines))
+
+    def cmd_new(self, command: Command) -> None:
+        old = self.session.id
+        name = command.raw_args or None
+        self.session = self.session.reset("new", system_prompt=self.system_prompt)
+        self._switched()
+        if name:
+            self._set_title(name)
+        self.ui.info(f"new session {self.session.id}"
+                     + (f" “{self.session.title}”" if self.session.title else "")
+                     + f"; {old} is kept in the store")
+
+    def cmd_undo(self, command: Command) -> None:
+        count = 1
+        if command.args:
+            if not command.args[0].isdigit() or int(command.args[0]) < 1:
+                raise CommandError("/undo N: N must be a positive number of turns")
+            count = int(command.args[0])
+        session = self.session
+        window = session.raw_window
+        starts = turn_starts(window)
+        if not starts:
+            self.ui.info("nothing to undo: the window holds no user turn")
+            return
+        count = min(count, len(starts))
+        kept = window[: starts[-count]]
+        store = self.host.store
+        lease = store.acquire_lease(session.id)
+        if isinstance(lease, Deferred):
+            raise CommandError(f"/undo: {lease.message}; try again in a moment")
+        try:
+            # In place: the undone rows are archived (active=0), never deleted (R-1.2).
+            store.publish_compression(lease, session.id, kept, mode="in_place", reason="undo")
+        finally:
+            store.release_lease(lease)
+        removed = len(window) - len(kept)
+        self.session = self.host.resume(session.id)
+        self._switched()
+        self.ui.info(f"undid {count} turn(s): {removed} message(s) left the window (still in "
+                     f"the store); {len(kept)} remain")
+
+    def cmd_branch(self, command: Command) -> None:
+        store = self.host.store
+        parent = self.session
+        row = store.get_session(parent.id)
+        name = command.raw_args or None
+        try:
+            child = store.create_session(
+                source=row.source, user_id=row.user_id, model=row.model,
+                model_config=row.model_config, system_prompt=parent.system_prompt,
+                parent_session_id=parent.id, title=name, cwd=row.cwd, goal=row.goal,
+            )
+        except TitleConflictError as exc:
+            raise CommandError(f"/branch: {exc}") from None
+        window = parent.raw_window
+        if window:
+            store.append_messages(child.id, window)
+        self.session = self.host.resume(child.id)
+        self._switched()
+        self.ui.info(f"branched: session {child.id}"
+                     + (f" “{child.title}”" if child.title else "")
+                     + f" (parent {parent.id}, {len(window)} messages copied)")
+
+    def cmd_status(self, command: Command) -> None:
+        session = self.session
+        config = self.host.config
+        store = self.host.store
+        row = store.get_session(session.id)
+        used = session.window_tokens
+        length = config.model.context_length
+        lines = [
+            f"session: {session.id}" + (f" “{session.title}”" if session.title else "")
+            + f" (lineage of {len(store.lineage(session.id))})",
+            f"model: {config.model.name}",
+            f"context: {used:,} / {length:,} tokens ({used / length:.0%})",
+        ]
+        decision = self.last_outcome.decision if self.last_outcome else None
+        if decision is not None and self.last_outcome is not None:
+            lines.append(
+                "last compression decision: "
+                + ("compress" if decision.compress else f"no ({decision.reason or 'declined'})")
+                + (f", threshold {decision.threshold_tokens:,} tokens"
+                   if decision.threshold_tokens else "")
+                + f" [{self.last_outcome.decided_by}]"
+            )
+        if session.last_prompt_tokens:
+            lines.append(f"last prompt (provider-reported): {session.last_prompt_tokens:,} "
+                         "tokens")
+        lines.append(f"messages: {row.active_count} in the window, {row.message_count} stored")
+        lines.append(f"compressions: {session.compression_count}")
+        lines.append(f"tokens this session: in {row.input_tokens:,} · out "
+                     f"{row.output_tokens:,}")
+        guards = store.read_guards(session.id)
+        if guards.cooldown_until is not None:
+            lines.append("cooldown: automatic compression suppressed until "
+                         f"{_clock(guards.cooldown_until)} (/compress overrides)")
+        if guards.ineffective_count or guards.fallback_streak:
+            lines.append(f"guards: {guards.ineffective_count} ineffective, "
+                         f"{guards.fallback_streak} fallback in a row")
+        chain = self.host.chain("select_context")
+        if session.last_select:
+            decisions = "; ".join(
+                f"{d.get('engine')}: {d.get('decision') or d.get('error') or d['provenance']}"
+                for d in session.last_select
+            )
+            lines.append(f"select_context (last turn): {decisions}")
+        else:
+            lines.append("select_context: no engine changed the last request"
+                         + (f" (configured: {', '.join(chain)})" if chain else ""))
+        self.ui.info("\n".join(lines))
+
+    def cmd_resume(self, command: Command) -> None:
+        if not command.raw_args:
+            self.cmd_sessions(command)
+            self.ui.info("usage: /resume NAME|ID")
+            return
+        try:
+            session = self.host.resume(command.raw_args)
+        except StoreError as exc:
+            raise CommandError(f"/resume: {exc}") from None
+        self.session = session
+        self._switched()
+        self.ui.info(self.host.store.recap(session.id))
+        self.restore_working_directory()
+
+    def cmd_sessions(self, command: Command) -> None:
+        rows = self.host.store.list_sessions(limit=20)
+        table = []
+        for row in rows:
+            mark = "*" if row.id == self.session.id else ""
+            state = f"ended: {row.end_reason}" if row.ended_at is not None else "open"
+            table.append([mark, row.id, row.title or "", f"{row.active_count}/"
+                          f"{row.message_count}", str(row.compression_count), state])
+        self.ui.table("Sessions (most recent first; * = this one)",
+                      ["", "id", "title", "window/stored", "compressions", "status"], table)
+
+    def cmd_title(self, command: Command) -> None:
+        if not command.raw_args:
+            self.ui.info(f"title: {self.session.title or '(none)'}")
+            return
+        self._set_title(command.raw_args)
+        self.ui.info(f"title set: {self.session.title}")
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _set_title(self, name: str) -> None:
+        try:
+            row = self.host.store.update_session(self.session.id, title=name)
+        except TitleConflictError as exc:
+            raise CommandError(f"title not set: {exc}") from None
+        self.session.title = row.title
+
+    def _switched(self) -> None:
+        self.session.export_id()
+        if self.session.id not in self.history:
+            self.history.append(self.session.id)
+
+    def restore_working_directory(self) -> None:
+        """R-8.3: go back to the session's recorded working directory (opt-out)."""
+        cwd = self.session.cwd
+        if not self.restore_cwd or not cwd or cwd == os.getcwd():
+            return
+        if os.path.isdir(cwd):
+            os.chdir(cwd)
+            self.ui.info(f"working directory: {cwd}")
+        else:
+            self.ui.info(f"recorded working directory {cwd} no longer exists; staying here")
+
+
+def _key(message: Message) -> str:
+    return json.dumps(
+        {k: v for k, v in message.items() if not str(k).startswith("_")},
+        sort_keys=True, default=str,
+    )
+
+
+def _short(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _clock(ts: float) -> str:
+    return _dt.datetime.fromtimestamp(ts).strftime("%H:%M:%S")

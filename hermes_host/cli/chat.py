@@ -1,0 +1,144 @@
+"""``hermes-host chat``: an interactive session with a real Anthropic model (R-12.1, R-14.5).
+
+The terminal part only: read lines with ``input()``, print with rich, and hand every line to
+:class:`hermes_host.chat.ChatController`.  Without ``ANTHROPIC_API_KEY`` the command says
+which variable to set and exits 2; a bad config, store or unknown session is a one-line error
+too (exit 2, or 1 for a session that does not exist), never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from hermes_host.chat import DEFAULT_SYSTEM_PROMPT, AnthropicChatModel, ChatController
+from hermes_host.host import ContextHost
+from hermes_host.llm.anthropic_summarizer import API_KEY_ENV, BASE_URL_ENV
+from hermes_host.plugins import PluginError
+from hermes_host.store import SessionNotFoundError, StoreError
+
+from .config_cmd import config_option, fail, load_config_or_fail
+
+__all__ = ["RichChatUI", "chat"]
+
+PROMPT = "you> "
+
+
+class RichChatUI:
+    """:class:`hermes_host.chat.ChatUI` on a rich console."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(highlight=False)
+
+    def reply(self, text: str) -> None:
+        self.console.print(Text("assistant> ", style="bold cyan") + Text(text))
+
+    def info(self, text: str) -> None:
+        self.console.print(Text(text, style="dim"))
+
+    def event(self, text: str) -> None:
+        self.console.print(Text(text, style="yellow"))
+
+    def error(self, text: str) -> None:
+        self.console.print(Text(text, style="bold red"))
+
+    def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+        table = Table(*columns, title=title, title_justify="left")
+        for row in rows:
+            table.add_row(*row)
+        self.console.print(table)
+
+
+@click.command("chat")
+@config_option
+@click.option(
+    "--store", "store_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
+    help="state.db to use (default: the configured store, $HERMES_HOST_HOME/state.db).",
+)
+@click.option("--resume", "resume_by", default=None, metavar="ID|TITLE",
+              help="Continue a stored session (a title finds the newest of its lineage).")
+@click.option("-c", "--continue", "continue_last", is_flag=True,
+              help="Continue the most recently active session.")
+@click.option("--title", default=None, help="Title of a new session.")
+@click.option("--system", "system_prompt", default=None,
+              help="System prompt of a new session (default: a short assistant prompt).")
+@click.option("--no-restore-cwd", is_flag=True,
+              help="On resume, stay in the current directory instead of the recorded one.")
+def chat(
+    config_path: Path | None,
+    store_path: Path | None,
+    resume_by: str | None,
+    continue_last: bool,
+    title: str | None,
+    system_prompt: str | None,
+    no_restore_cwd: bool,
+) -> None:
+    """Chat with the configured Anthropic model; the host keeps everything and compresses.
+
+    Needs ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL selects another endpoint).  Type /help in
+    the chat for the slash commands (/compress, /undo, /branch, /status, /resume…);
+    /quit or Ctrl-D leaves.  The session stays in the store: resume it with --resume or -c.
+    """
+    api_key = os.environ.get(API_KEY_ENV)
+    if not api_key:
+        fail(f"error: hermes-host chat talks to a real Anthropic model: set {API_KEY_ENV} "
+             f"(and {BASE_URL_ENV} for another endpoint)")
+    if resume_by and continue_last:
+        fail("error: use either --resume ID|TITLE or -c/--continue, not both")
+    config, _ = load_config_or_fail(config_path)
+    try:
+        host = ContextHost.from_config(config, store=store_path)
+    except (PluginError, StoreError) as exc:
+        fail(f"error: {exc}")
+    ui = RichChatUI()
+    prompt = system_prompt if system_prompt is not None else DEFAULT_SYSTEM_PROMPT
+    try:
+        by = "last" if continue_last else resume_by
+        try:
+            session = host.resume(by) if by else host.open_session(title, prompt)
+        except SessionNotFoundError as exc:
+            fail(f"error: {exc}", 1)
+        except StoreError as exc:
+            fail(f"error: {exc}")
+        model = AnthropicChatModel(
+            config.model.name, api_key, base_url=os.environ.get(BASE_URL_ENV) or None
+        )
+        controller = ChatController(
+            host, session, model, ui, system_prompt=prompt, restore_cwd=not no_restore_cwd
+        )
+        ui.info(f"hermes-host chat · session {session.id} · model {config.model.name} · "
+                f"context {config.model.context_length:,} tokens · /help for commands")
+        if by:
+            ui.info(host.store.recap(session.id))
+            controller.restore_working_directory()
+        _loop(controller, ui)
+    finally:
+        host.close()
+
+
+def _loop(controller: ChatController, ui: RichChatUI) -> None:
+    while True:
+        try:
+            line = input(PROMPT)
+        except EOFError:
+            ui.console.print()
+            break
+        except KeyboardInterrupt:
+            ui.console.print()
+            ui.info("(Ctrl-D or /quit leaves)")
+            continue
+        try:
+            if not controller.handle(line):
+                break
+        except KeyboardInterrupt:
+            ui.error("interrupted; what was already said is stored")
+        except StoreError as exc:
+            ui.error(f"store error: {exc}")
+    sid = controller.session.id
+    ui.info(f"session {sid} is saved; continue with: hermes-host chat --resume {sid}")

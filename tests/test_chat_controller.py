@@ -1,0 +1,274 @@
+"""``ChatController``: turns and slash commands against a real store, the real fence and
+compressor, and the real ``anthropic`` SDK talking to the loopback fake (R-12.1, R-8.3).
+
+The terminal loop itself is covered end to end in ``test_chat_pty.py``; here each command's
+effect on the store is checked precisely.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hermes_host.chat import AnthropicChatModel, ChatController
+from hermes_host.cli import cli
+from hermes_host.config import load_config
+from hermes_host.host import COMPACTED_MARKER, COMPACTING_MARKER, ContextHost
+from hermes_host.messages import text_of
+from hermes_host.testing.fake_anthropic import FakeAnthropic
+from tests.chat_helpers import RecordingUI, chat_responder, wire_messages, write_config
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic(responder=chat_responder) as server:
+        yield server
+
+
+@pytest.fixture
+def context_length() -> int:
+    return 4000
+
+
+@pytest.fixture
+def chat(
+    tmp_path: Path, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch, context_length: int
+) -> Iterator[ChatController]:
+    for key, value in fake.env().items():
+        monkeypatch.setenv(key, value)  # the summariser inside the compressor uses them
+    monkeypatch.setenv("HERMES_HOST_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("HERMES_HOST_SESSION_ID", raising=False)
+    config = load_config(write_config(tmp_path, context_length=context_length))
+    host = ContextHost.from_config(config, store=tmp_path / "state.db")
+    session = host.open_session("trial", "You are a helpful assistant talking with a "
+                                "developer in a terminal. Answer concisely.")
+    model = AnthropicChatModel(config.model.name, "sk-ant-test-fake-key",
+                               base_url=fake.base_url, max_retries=0)
+    controller = ChatController(host, session, model, RecordingUI(), restore_cwd=False)
+    try:
+        yield controller
+    finally:
+        host.close()
+
+
+def _ui(chat: ChatController) -> RecordingUI:
+    assert isinstance(chat.ui, RecordingUI)
+    return chat.ui
+
+
+def _turns(chat: ChatController, n: int, start: int = 1) -> None:
+    for i in range(start, start + n):
+        assert chat.handle(f"question {i}")
+
+
+def test_a_turn_stores_both_sides_and_sends_a_clean_request(
+    chat: ChatController, fake: FakeAnthropic
+) -> None:
+    """R-2.1, R-1.4, R-7.5: system prompt in ``system``, strict alternation, no ``_`` keys;
+    the answer is shown and stored; provider usage reaches the session row."""
+    _turns(chat, 2)
+    ui = _ui(chat)
+    assert [k for k, _ in ui.lines] == ["reply", "reply"]
+    assert ui.lines[1][1].startswith("echo: question 2 |")
+    window = chat.session.raw_window
+    assert [m["role"] for m in window] == ["user", "assistant"] * 2
+    assert window[2]["content"] == "question 2"
+    bodies = wire_messages(fake.requests)
+    assert len(bodies) == 2
+    assert bodies[1]["model"] == "claude-fake-chat" and bodies[1]["max_tokens"] == 256
+    assert [m["role"] for m in bodies[1]["messages"]] == ["user", "assistant", "user"]
+    row = chat.host.store.get_session(chat.session.id)
+    assert row.input_tokens > 0 and row.output_tokens > 0
+    # the fake reports input_tokens = len(json body) // 4; end_turn recorded exactly that
+    assert chat.session.last_prompt_tokens == len(json.dumps(bodies[1])) // 4
+
+
+def test_undo_leaves_the_store_intact_r_12_1(chat: ChatController, fake: FakeAnthropic) -> None:
+    """``/undo 2`` removes the last two turns from the window only: the rows stay stored
+    (archived), the next request no longer carries them."""
+    _turns(chat, 4)
+    store = chat.host.store
+    sid = chat.session.id
+    assert chat.handle("/undo 2")
+    assert "undid 2 turn(s): 4 message(s) left the window" in _ui(chat).text("info")
+    assert chat.session.id == sid
+    assert [m["content"] for m in chat.session.raw_window if m["role"] == "user"] == [
+        "question 1", "question 2"]
+    stored = [r.message.get("content") for r in store.all_messages(sid)]
+    assert "question 3" in stored and "question 4" in stored
+    inactive = [r.message.get("content") for r in store.all_messages(sid) if not r.active]
+    assert "question 4" in inactive
+    chat.handle("after undo")
+    sent = [text_of({"content": m["content"]}) for m in
+            wire_messages(fake.requests)[-1]["messages"]]
+    assert not any("question 3" in t or "question 4" in t for t in sent)
+    assert sent[-1] == "after undo"
+
+
+def test_undo_edge_cases(chat: ChatController) -> None:
+    chat.handle("/undo")
+    assert "nothing to undo" in _ui(chat).text("info")
+    chat.handle("/undo zero")
+    assert "N must be a positive number" in _ui(chat).text("error")
+    _turns(chat, 1)
+    chat.handle("/undo 5")  # more than there are: undoes what exists
+    assert chat.session.raw_window == []
+
+
+def test_branch_forks_with_the_window_and_parent_r_12_1(chat: ChatController) -> None:
+    _turns(chat, 2)
+    store = chat.host.store
+    parent = chat.session.id
+    parent_window = chat.session.raw_window
+    chat.handle("/branch experiment")
+    child = chat.session.id
+    assert child != parent
+    row = store.get_session(child)
+    assert row.parent_session_id == parent and row.title == "experiment"
+    assert chat.session.raw_window == parent_window
+    assert chat.session.system_prompt == store.get_session(parent).system_prompt
+    chat.handle("only in the branch")
+    assert store.active_messages(parent) == parent_window  # the parent is untouched
+    assert len(store.active_messages(child)) == len(parent_window) + 2
+    chat.handle("/fork experiment")
+    assert "already" in _ui(chat).text("error") or "title" in _ui(chat).text("error")
+    assert chat.session.id == child
+
+
+def test_new_and_title_r_12_1(chat: ChatController) -> None:
+    _turns(chat, 1)
+    store = chat.host.store
+    old = chat.session.id
+    chat.handle("/reset fresh start")
+    assert chat.session.id != old and chat.session.raw_window == []
+    assert store.get_session(chat.session.id).title == "fresh start"
+    assert store.get_session(old).ended_at is not None
+    assert chat.session.system_prompt.startswith("You are a helpful assistant")
+    chat.handle("/title trial")  # taken by the first session
+    assert "title not set" in _ui(chat).text("error")
+    chat.handle("/title renamed")
+    assert store.get_session(chat.session.id).title == "renamed"
+    chat.handle("/title")
+    assert "title: renamed" in _ui(chat).text("info")
+
+
+def test_compress_preview_commits_nothing_then_compress_does_r_12_1(
+    chat: ChatController,
+) -> None:
+    """``--preview`` shows what would be summarised and the token effect; the store is
+    unchanged.  ``/compress`` then rotates the session (R-8.1) with the R-10.4 markers."""
+    _turns(chat, 6)
+    store = chat.host.store
+    sid = chat.session.id
+    before = ([r.message for r in store.all_messages(sid)],
+              [s.id for s in store.list_sessions()], store.get_session(sid).compression_count)
+    ui = _ui(chat)
+    ui.take()
+    chat.handle("/compress --preview")
+    preview = ui.text("info")
+    assert "nothing was committed" in preview
+    assert "would summarise" in preview and "would summarise 0 " not in preview
+    assert "new summary" in preview
+    assert "→" in preview and "tokens (-" in preview
+    after = ([r.message for r in store.all_messages(sid)],
+             [s.id for s in store.list_sessions()], store.get_session(sid).compression_count)
+    assert after == before
+    assert chat.session.id == sid
+    assert COMPACTING_MARKER not in ui.text("event")
+
+    chat.handle("/compact here 1")
+    events = ui.text("event")
+    assert COMPACTING_MARKER in events and COMPACTED_MARKER in events
+    assert chat.session.id != sid
+    assert store.get_session(chat.session.id).parent_session_id == sid
+    assert "compressed:" in ui.text("info")
+    assert [m["content"] for m in chat.session.raw_window if m["role"] == "user"
+            and m["content"].startswith("question")][-1:] == ["question 6"]
+
+
+@pytest.mark.parametrize("context_length", [2000])
+def test_automatic_compaction_shows_markers_and_follows_rotation(
+    chat: ChatController, fake: FakeAnthropic
+) -> None:
+    """R-10.4: a small window compacts during the chat; the markers are shown and the
+    controller keeps talking in the rotated session; the summariser went to the fake."""
+    _turns(chat, 14)  # the provider-reported prompt passes 1,500 tokens after ~10 turns
+    ui = _ui(chat)
+    assert COMPACTING_MARKER in ui.text("event")
+    assert COMPACTED_MARKER in ui.text("event")
+    assert "session continues as" in ui.text("info")
+    assert len(chat.history) >= 2
+    assert chat.session.id == chat.history[-1]
+    summariser_calls = [r for r in fake.requests
+                        if "You are a helpful assistant" not in str(r.body.get("system"))]
+    assert summariser_calls
+
+
+def test_status_figures_r_12_1(chat: ChatController) -> None:
+    _turns(chat, 2)
+    chat.handle("/status")
+    status = _ui(chat).text("info")
+    used = chat.session.window_tokens
+    assert f"session: {chat.session.id} “trial”" in status
+    assert "model: claude-fake-chat" in status
+    assert f"context: {used:,} / 4,000 tokens ({used / 4000:.0%})" in status
+    assert "compressions: 0" in status
+    assert "last compression decision: no (below_threshold), threshold 3,000 tokens " \
+        "[engine:compressor]" in status
+    assert "messages: 4 in the window, 4 stored" in status
+    assert "select_context" in status
+
+
+def test_resume_shows_the_recap_and_sessions_lists_r_8_3(chat: ChatController) -> None:
+    _turns(chat, 1)
+    first = chat.session.id
+    chat.handle("/new other")
+    chat.handle("in the other session")
+    chat.handle("/resume trial")
+    ui = _ui(chat)
+    assert chat.session.id == first
+    recap = ui.text("info")
+    assert f"Session {first} “trial”" in recap and "user: question 1" in recap
+    chat.handle("/resume no-such-session")
+    assert "/resume: no session with id or title 'no-such-session'" in ui.text("error")
+    chat.handle("/sessions")
+    table = ui.text("table")
+    assert first in table and "other" in table and '["*", "' + first in table
+
+
+def test_model_failure_keeps_the_message(chat: ChatController, fake: FakeAnthropic) -> None:
+    """A 429 is reported by status and type only; the user's text is stored; the chat goes
+    on and the next request carries both user messages (merged, R-1.4)."""
+    fake.script(["429"])
+    chat.handle("will fail")
+    error = _ui(chat).text("error")
+    assert "anthropic: HTTP 429 rate_limit_error" in error and "sk-ant" not in error
+    assert chat.session.raw_window[-1] == {"role": "user", "content": "will fail"}
+    chat.handle("try again")
+    last = wire_messages(fake.requests)[-1]["messages"]
+    assert [m["role"] for m in last] == ["user"]
+    texts = [b["text"] for b in last[0]["content"]]
+    assert "will fail" in "\n".join(texts) and "try again" in "\n".join(texts)
+
+
+def test_help_unknown_and_quit(chat: ChatController) -> None:
+    chat.handle("/help")
+    assert "/compress, /compact" in _ui(chat).text("info")
+    chat.handle("/nope")
+    assert "unknown command /nope" in _ui(chat).text("error")
+    assert chat.handle("/quit") is False
+
+
+def test_chat_without_api_key_names_the_variable(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["chat", "--store", str(tmp_path / "s.db")],
+        env={"ANTHROPIC_API_KEY": "", "HERMES_HOST_HOME": str(tmp_path)},
+    )
+    assert result.exit_code == 2
+    assert "ANTHROPIC_API_KEY" in result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "s.db").exists()
