@@ -29,7 +29,7 @@ __all__ = ["import_transcript"]
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
 def import_transcript(format: str, file: Path, output: Path, as_json: bool) -> None:
-    """Convert FILE, a session log of another agent, into a transcript for ``replay``.
+    """Convert FILE, another agent's session log, into a transcript for hermes-host replay.
 
     \b
     FORMAT is one of:
