@@ -63,6 +63,8 @@ _REPLY_CHARS = 6000  # of one turn's replies folded into its topic's profile
 _TOOL_CHARS = 300  # of each tool output (mostly noise for topic vocabulary)
 _REQUESTS_KEPT = 24  # recent requests per topic, compared one by one
 _REQUEST_TERMS = 40  # terms kept per request
+_DIGEST_KEPT = 6  # request excerpts kept per topic (its digest)
+_DIGEST_CHARS = 160  # of each excerpt
 
 
 class TopicRouterOptionsError(ValueError):
@@ -205,6 +207,7 @@ class _State:
                         {str(t): float(c) for t, c in r.items()}
                         for r in topic.get("requests", [])
                     ],
+                    "digest": [str(d) for d in topic.get("digest", [])],
                     "turns": int(topic.get("turns", 0)),
                     "last": int(topic.get("last", 0)),
                 }
@@ -244,13 +247,24 @@ class _State:
         self.next_id += 1
         words = redact(" ".join(request.split()[:8]))
         self.topics[tid] = {
-            "label": words[:80], "tf": {}, "requests": [], "turns": 0, "last": self.n_docs
+            "label": words[:80], "tf": {}, "requests": [], "digest": [], "turns": 0,
+            "last": self.n_docs,
         }
         if len(self.topics) > self.opts.max_topics:
             victims = [t for t in self.topics if t not in (tid, self.current)]
             oldest = min(victims, key=lambda t: self.topics[t]["last"])
             del self.topics[oldest]
         return tid
+
+    def remember(self, tid: str, request: str) -> None:
+        """Keep a short, redacted excerpt of the topic's newest requests: the branch's own
+        digest, shown when the branch is swapped in without them."""
+        topic = self.topics.get(tid)
+        text = " ".join(request.split())
+        if topic is None or not text:
+            return
+        excerpt = redact(text[:_DIGEST_CHARS]) + ("…" if len(text) > _DIGEST_CHARS else "")
+        topic["digest"] = [*topic["digest"], excerpt][-_DIGEST_KEPT:]
 
     def fold(self, tid: str, words: list[str], *, new_doc: bool) -> None:
         """Add ``words`` to topic ``tid``'s profile (and to the document frequencies).
@@ -325,6 +339,7 @@ class TopicRouter:
         route = self._classify(state, seg.request)
         state.turns[seg.key] = route.topic
         state.fold(route.topic, tokens(seg.request), new_doc=True)
+        state.remember(route.topic, seg.request)
         state.current = route.topic
         return route
 
@@ -482,7 +497,15 @@ class TopicRouter:
                     messages[segments[j].start : segments[j].end]
                 )
                 left_out = self._left_out_names(messages, omitted, kept_text)
-                chunk = [self._with_note(chunk[0], omitted, state, topic, left_out), *chunk[1:]]
+                kept_norm = " ".join(kept_text.split())
+                earlier = [
+                    d for d in state.topics[topic]["digest"]
+                    if d.rstrip("…") not in kept_norm
+                ]
+                chunk = [
+                    self._with_note(chunk[0], omitted, state, topic, left_out, earlier),
+                    *chunk[1:],
+                ]
             out.extend(chunk)
         if check_invariants(out):
             # Leaving turns out can put two user messages side by side (a turn that ended
@@ -513,6 +536,7 @@ class TopicRouter:
         state: _State,
         topic: str,
         left_out: list[str],
+        earlier: list[str],
     ) -> Message:
         others: list[str] = []
         for seg in omitted:
@@ -527,6 +551,11 @@ class TopicRouter:
             f"{len(omitted)} earlier turn{plural} (topics: {shown}) are left out of this "
             f"request; they remain in the stored history."
             + (f" They mention: {', '.join(left_out)}." if left_out else "")
+            + (
+                " Earlier requests of this topic not shown here: "
+                + " → ".join(f"“{d}”" for d in earlier) + "."
+                if earlier else ""
+            )
             + f" {NOTE_END}"
         )
         new = copy.copy(message)

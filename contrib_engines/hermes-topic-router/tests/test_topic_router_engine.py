@@ -301,3 +301,20 @@ def test_note_lists_names_only_the_left_out_turns_mention():
     assert "migrations/env.py" not in note, "a name the sent turns show is not repeated"
     _, _, quiet = _drive(TopicRouter({"note_names": 0}), requests)
     assert "They mention:" not in text_of(quiet[-1].messages[-1])
+
+
+def test_swapped_in_branch_brings_its_own_digest_of_requests_not_shown():
+    """The branch's own summary: excerpts of its requests the sent window no longer holds
+    (here dropped for budget), newest last."""
+    requests = [DB[0], DB[1], DB[2], CSS[0], CSS[1]]
+    window, state, _ = _drive(TopicRouter(), requests)
+    window.append({"role": "user", "content": DB[3]})
+    budget = count_messages(window) - count_messages(window[1:5]) + 40
+    result = TopicRouter().select_context(request=_req(window, state, budget=budget))
+    assert result.decision["route"] == "switch"
+    assert result.decision["omitted_for_budget"] >= 1
+    note = text_of(result.messages[-1]).split(NOTE_END)[0]
+    digest = note.split("Earlier requests of this topic not shown here:")[1]
+    assert DB[0][:60] in digest
+    assert DB[3][:60] not in digest, "the request being sent is not repeated"
+    assert json.loads(json.dumps(result.state))["topics"][result.decision["topic"]]["digest"]
