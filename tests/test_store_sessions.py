@@ -257,3 +257,11 @@ def test_caller_supplied_token_counts_are_stored_and_checked(store: StateStore) 
     with pytest.raises(StoreError, match="message 0: token count must be an int"):
         store.append_messages(session.id, window[:1], token_counts=[-1])
     assert len(store.active_messages(session.id)) == len(window)
+
+
+def test_public_names_are_sorted_and_importable() -> None:
+    import hermes_host.store as store_pkg
+
+    assert store_pkg.__all__ == sorted(store_pkg.__all__)
+    for name in store_pkg.__all__:
+        assert getattr(store_pkg, name) is not None, name
