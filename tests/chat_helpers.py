@@ -109,12 +109,18 @@ class PtyChat:
 
     def send(self, line: str, timeout: float = 30.0) -> str:
         """Type ``line`` + Enter and return the screen up to the next prompt."""
-        self.expect(PROMPT, timeout)
+        mark = getattr(self, "_mark", 0)
+        if self.output[max(0, mark - len(PROMPT)) : mark] != PROMPT:
+            self.expect(PROMPT, timeout)
         os.write(self.fd, line.encode() + b"\n")
         start = self._mark
         self.expect(PROMPT, timeout)
         self._mark -= len(PROMPT)  # leave the prompt for the next send
         return self.output[start : self._mark]
+
+    def type(self, data: bytes) -> None:
+        """Send raw keystrokes (e.g. ``b"\\x04"`` for Ctrl-D)."""
+        os.write(self.fd, data)
 
     def _exited(self) -> bool:
         if self.returncode is not None:
