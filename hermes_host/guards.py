@@ -102,6 +102,7 @@ def after_compression(
     tokens_before: int,
     tokens_after: int,
     cooldown_seconds: float,
+    requested_cooldown: float | None = None,
 ) -> GuardState:
     """The guard counters after a compression attempt with ``outcome`` (R-5.1, R-5.2).
 
@@ -109,6 +110,9 @@ def after_compression(
     ``noop`` or a saving under 10 % counts as ineffective; an effective, non-fallback
     compression resets both streaks.  ``failed_permanent`` / ``aborted`` count as ineffective
     (retrying cannot help, R-10.3); a manual ``/compress`` clears the counters.
+    ``requested_cooldown`` (the engine's ``CompressResult.cooldown_seconds``) starts a
+    cooldown whatever the outcome: an engine that committed a fallback summary after a
+    transient failure still wants automatic compression to pause (R-5.1).
     """
     update: dict[str, object] = {}
     if outcome == "failed_transient":
@@ -123,6 +127,8 @@ def after_compression(
     ineffective = outcome == "noop" or saved < INEFFECTIVE_SAVING
     update["ineffective_count"] = guards.ineffective_count + 1 if ineffective else 0
     update["fallback_streak"] = guards.fallback_streak + 1 if outcome == "fallback" else 0
-    if not ineffective and outcome != "fallback":
+    if requested_cooldown:
+        update["cooldown_until"] = guards.now + requested_cooldown
+    elif not ineffective and outcome != "fallback":
         update["cooldown_until"] = None
     return guards.model_copy(update=update)

@@ -922,6 +922,7 @@ class Session:
             tokens_before=tokens_before,
             tokens_after=tokens_after,
             cooldown_seconds=result.cooldown_seconds or settings.cooldown_seconds,
+            requested_cooldown=result.cooldown_seconds,
         )
         self.host.store.write_guards(
             session_id,
