@@ -92,6 +92,10 @@ class TopicRouterOptions(BaseModel):
     max_profile_terms: int = Field(400, ge=10, description="Terms kept per topic profile.")
     max_vocabulary: int = Field(8000, ge=100, description="Terms kept in document frequencies.")
     max_tracked_turns: int = Field(5000, ge=10, description="Turn→topic entries kept in state.")
+    max_bootstrap_turns: int = Field(
+        200, ge=0, description="Unknown turns classified on one call (newest first); "
+        "older ones are sent with every branch.",
+    )
     note: bool = Field(True, description="Say in the incoming message which turns are left out.")
     note_names: int = Field(
         40, ge=0, description="Names (paths, symbols, errors) of left-out turns the note lists."
@@ -384,7 +388,10 @@ class TopicRouter:
             state.pending = None
         # Turns never seen (first call, resumed session, engine enabled mid-session).
         bootstrapped = 0
-        for seg in turns[:-1]:
+        unknown = [seg for seg in turns[:-1] if seg.key not in state.turns]
+        # Bounded so a first call on a huge window stays inside the hook's time limit;
+        # older unknown turns stay unclassified and are sent with every branch.
+        for seg in unknown[-opts.max_bootstrap_turns :] if opts.max_bootstrap_turns else []:
             if seg.key not in state.turns:
                 self._assign(state, seg)
                 state.fold(state.turns[seg.key], self._reply_words(messages, seg), new_doc=False)
@@ -457,7 +464,9 @@ class TopicRouter:
         protected = set(turn_ids[-1 - self.options.keep_recent_turns :])
         keep: set[int] = set()
         for i, seg in enumerate(segments):
-            if seg.kind != "turn" or i in protected or state.turns.get(seg.key) == topic:
+            owner = state.turns.get(seg.key)
+            # A turn never classified (beyond the bootstrap bound) belongs to every branch.
+            if seg.kind != "turn" or i in protected or owner == topic or owner is None:
                 keep.add(i)
         # Over budget: the topic's oldest turns go first (the tail of the branch stays).
         def size() -> int:

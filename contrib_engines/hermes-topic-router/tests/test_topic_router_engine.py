@@ -318,3 +318,20 @@ def test_swapped_in_branch_brings_its_own_digest_of_requests_not_shown():
     assert DB[0][:60] in digest
     assert DB[3][:60] not in digest, "the request being sent is not repeated"
     assert json.loads(json.dumps(result.state))["topics"][result.decision["topic"]]["digest"]
+
+
+def test_bootstrap_is_bounded_and_unclassified_turns_are_kept():
+    """A first call on a long window classifies only the newest turns (time limit); the
+    older, unclassified ones are sent with every branch rather than dropped."""
+    window = [SYSTEM]
+    for i in range(12):
+        text = (DB if i % 2 else CSS)[i % 4] + f" (round {i})"
+        window += [{"role": "user", "content": text}, _reply(text)]
+    window.append({"role": "user", "content": DB[3]})
+    result = TopicRouter({"max_bootstrap_turns": 4}).select_context(request=_req(window))
+    assert result.decision["bootstrapped_turns"] == 4
+    sent = "\n".join(text_of(m) for m in result.messages)
+    for i in range(8):  # the eight oldest turns were never classified
+        assert f"(round {i})" in sent
+    assert result.decision["omitted_turns"] >= 1, "a classified other-topic turn is left out"
+    assert check_invariants(result.messages) == []
