@@ -31,7 +31,7 @@ from hermes_host.host import CompressionReport, ContextHost, Session, TurnOutcom
 from hermes_host.llm.anthropic_summarizer import classify_status_error
 from hermes_host.messages import is_summary, text_of
 from hermes_host.models import Message
-from hermes_host.store import Deferred, StoreError, TitleConflictError
+from hermes_host.store import StoreError, TitleConflictError
 
 __all__ = [
     "COMMANDS",
@@ -496,11 +496,17 @@ class ChatController:
         name = command.raw_args or None
         self.session = self.session.reset("new", system_prompt=self.system_prompt)
         self._switched()
+        problem = None
         if name:
-            self._set_title(name)
+            try:
+                self._set_title(name)
+            except CommandError as exc:
+                problem = str(exc)
         self.ui.info(f"new session {self.session.id}"
                      + (f" “{self.session.title}”" if self.session.title else "")
                      + f"; {old} is kept in the store")
+        if problem:
+            self.ui.error(f"{problem}; set another with /title NAME")
 
     def cmd_undo(self, command: Command) -> None:
         count = 1
@@ -509,49 +515,27 @@ class ChatController:
                 raise CommandError("/undo N: N must be a positive number of turns")
             count = int(command.args[0])
         session = self.session
-        window = session.raw_window
-        starts = turn_starts(window)
-        if not starts:
+        turns = len(turn_starts(session.raw_window))
+        if not turns:
             self.ui.info("nothing to undo: the window holds no user turn")
             return
-        count = min(count, len(starts))
-        kept = window[: starts[-count]]
-        store = self.host.store
-        lease = store.acquire_lease(session.id)
-        if isinstance(lease, Deferred):
-            raise CommandError(f"/undo: {lease.message}; try again in a moment")
-        try:
-            # In place: the undone rows are archived (active=0), never deleted.
-            store.publish_compression(lease, session.id, kept, mode="in_place", reason="undo")
-        finally:
-            store.release_lease(lease)
-        removed = len(window) - len(kept)
-        self.session = self.host.resume(session.id)
-        self._switched()
+        count = min(count, turns)
+        # The rows are archived (active=0), never deleted.
+        removed = session.undo(count)
         self.ui.info(f"undid {count} turn(s): {removed} message(s) left the window (still in "
-                     f"the store); {len(kept)} remain")
+                     f"the store); {len(session.raw_window)} remain")
 
     def cmd_branch(self, command: Command) -> None:
-        store = self.host.store
         parent = self.session
-        row = store.get_session(parent.id)
-        name = command.raw_args or None
         try:
-            child = store.create_session(
-                source=row.source, user_id=row.user_id, model=row.model,
-                model_config=row.model_config, system_prompt=parent.system_prompt,
-                parent_session_id=parent.id, title=name, cwd=row.cwd, goal=row.goal,
-            )
+            fork = parent.branch(command.raw_args or None)
         except TitleConflictError as exc:
             raise CommandError(f"/branch: {exc}") from None
-        window = parent.raw_window
-        if window:
-            store.append_messages(child.id, window)
-        self.session = self.host.resume(child.id)
+        self.session = fork
         self._switched()
-        self.ui.info(f"branched: session {child.id}"
-                     + (f" “{child.title}”" if child.title else "")
-                     + f" (parent {parent.id}, {len(window)} messages copied)")
+        self.ui.info(f"branched: session {fork.id}"
+                     + (f" “{fork.title}”" if fork.title else "")
+                     + f" (parent {parent.id}, {len(fork.raw_window)} messages copied)")
 
     def cmd_status(self, command: Command) -> None:
         session = self.session
@@ -637,10 +621,9 @@ class ChatController:
 
     def _set_title(self, name: str) -> None:
         try:
-            row = self.host.store.update_session(self.session.id, title=name)
+            self.session.set_title(name)
         except TitleConflictError as exc:
             raise CommandError(f"title not set: {exc}") from None
-        self.session.title = row.title
 
     def _switched(self) -> None:
         self.session.export_id()

@@ -8,6 +8,7 @@ effect on the store is checked precisely.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from hermes_host.cli import cli
 from hermes_host.config import load_config
 from hermes_host.host import COMPACTED_MARKER, COMPACTING_MARKER, ContextHost
 from hermes_host.messages import text_of
+from hermes_host.store import Guards
 from hermes_host.testing.fake_anthropic import FakeAnthropic
 from tests.chat_helpers import RecordingUI, chat_responder, wire_messages, write_config
 
@@ -148,6 +150,10 @@ def test_new_and_title_r_12_1(chat: ChatController) -> None:
     assert store.get_session(chat.session.id).title == "fresh start"
     assert store.get_session(old).ended_at is not None
     assert chat.session.system_prompt.startswith("You are a helpful assistant")
+    chat.handle("/new trial")  # the title is taken: the new session starts untitled
+    assert "title not set" in _ui(chat).text("error")
+    assert chat.session.title is None and "new session" in _ui(chat).text("info")
+    _ui(chat).take()
     chat.handle("/title trial")  # taken by the first session
     assert "title not set" in _ui(chat).text("error")
     chat.handle("/title renamed")
@@ -164,8 +170,15 @@ def test_compress_preview_commits_nothing_then_compress_does_r_12_1(
     _turns(chat, 6)
     store = chat.host.store
     sid = chat.session.id
-    before = ([r.message for r in store.all_messages(sid)],
-              [s.id for s in store.list_sessions()], store.get_session(sid).compression_count)
+    cooldown = Guards(cooldown_until=time.time() + 600, ineffective_count=1)
+    store.write_guards(sid, cooldown)
+
+    def snapshot() -> tuple[object, ...]:
+        return ([r.message for r in store.all_messages(sid)],
+                [s.id for s in store.list_sessions()],
+                store.get_session(sid).compression_count, store.read_guards(sid))
+
+    before = snapshot()
     ui = _ui(chat)
     ui.take()
     chat.handle("/compress --preview")
@@ -174,9 +187,7 @@ def test_compress_preview_commits_nothing_then_compress_does_r_12_1(
     assert "would summarise" in preview and "would summarise 0 " not in preview
     assert "new summary" in preview
     assert "→" in preview and "tokens (-" in preview
-    after = ([r.message for r in store.all_messages(sid)],
-             [s.id for s in store.list_sessions()], store.get_session(sid).compression_count)
-    assert after == before
+    assert snapshot() == before  # rows, sessions, counters and the cooldown all unchanged
     assert chat.session.id == sid
     assert COMPACTING_MARKER not in ui.text("event")
 
