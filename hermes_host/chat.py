@@ -575,11 +575,8 @@ class ChatController:
                          f"{guards.fallback_streak} fallback in a row")
         chain = self.host.chain("select_context")
         if session.last_select:
-            decisions = "; ".join(
-                f"{d.get('engine')}: {d.get('decision') or d.get('error') or d['provenance']}"
-                for d in session.last_select
-            )
-            lines.append(f"select_context (last turn): {decisions}")
+            lines.append("select_context (last request):")
+            lines.extend(f"  {_describe_select(entry)}" for entry in session.last_select)
         else:
             lines.append("select_context: no engine changed the last request"
                          + (f" (configured: {', '.join(chain)})" if chain else ""))
@@ -640,6 +637,24 @@ class ChatController:
             self.ui.info(f"working directory: {cwd}")
         else:
             self.ui.info(f"recorded working directory {cwd} no longer exists; staying here")
+
+
+def _describe_select(entry: Mapping[str, Any]) -> str:
+    """One line for a ``select_context`` stamp: engine, its scalar decision fields, and the
+    token effect — the decision dicts engines return can be long."""
+    engine = entry.get("engine", "?")
+    decision = entry.get("decision")
+    if not isinstance(decision, Mapping):
+        return f"{engine}: {entry.get('error') or entry.get('provenance')}"
+    fields = [
+        f"{k}={_short(str(v), 40)}" for k, v in decision.items()
+        if k not in ("engine", "tokens_before", "tokens_after")
+        and isinstance(v, str | int | float | bool) and v != ""
+    ][:7]
+    before, after = decision.get("tokens_before"), decision.get("tokens_after")
+    if isinstance(before, int) and isinstance(after, int):
+        fields.append(f"tokens {before:,} → {after:,}")
+    return f"{engine}: " + (", ".join(fields) or "adopted")
 
 
 def _key(message: Message) -> str:

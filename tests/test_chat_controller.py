@@ -8,6 +8,7 @@ effect on the store is checked precisely.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -283,3 +284,48 @@ def test_chat_without_api_key_names_the_variable(tmp_path: Path) -> None:
     assert "ANTHROPIC_API_KEY" in result.output
     assert "Traceback" not in result.output
     assert not (tmp_path / "s.db").exists()
+
+
+def test_status_shows_select_context_decisions(
+    tmp_path: Path, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R-12.1 ``/status`` with a ``select_context`` engine (the topic router, R-11.3): the
+    last request's routing decision and its token effect are shown."""
+    pytest.importorskip("hermes_topic_router", reason="hermes-topic-router not installed")
+    for key, value in fake.env().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("HERMES_HOST_HOME", str(tmp_path / "home"))
+    path = write_config(tmp_path, context_length=4000)
+    path.write_text(path.read_text() + "context:\n  engine: compressor\n  hooks:\n"
+                    "    select_context: [topic_router]\n", encoding="utf-8")
+    config = load_config(path)
+    host = ContextHost.from_config(config, store=tmp_path / "state.db")
+    try:
+        ui = RecordingUI()
+        chat = ChatController(
+            host, host.open_session("routed", "You are a helpful assistant talking with a "
+                                    "developer in a terminal. Answer concisely."),
+            AnthropicChatModel(config.model.name, "k", base_url=fake.base_url, max_retries=0),
+            ui, restore_cwd=False)
+        for line in ["fix the database migration script",
+                     "the postgres schema has a missing index",
+                     "now lets write the css for the landing page",
+                     "back to the database migration: add a rollback"]:
+            chat.handle(line)
+        chat.handle("/status")
+        status = ui.text("info")
+        assert "select_context (last request):" in status
+        routed = next(ln for ln in status.splitlines() if ln.strip().startswith("topic_router:"))
+        assert "route=switch" in routed and "topic=t1" in routed
+        effect = re.search(r"tokens ([\d,]+) → ([\d,]+)", routed)
+        assert effect, routed
+        before, after = effect.groups()
+        assert int(after.replace(",", "")) < int(before.replace(",", ""))
+        # the request that went out is the routed one: an off-topic turn was left out
+        sent = json.dumps(wire_messages(fake.requests)[-1]["messages"])
+        earlier = ["fix the database migration script", "the postgres schema has a missing "
+                   "index", "now lets write the css for the landing page"]
+        assert any(text not in sent for text in earlier)
+        assert "add a rollback" in sent
+    finally:
+        host.close()
