@@ -173,3 +173,19 @@ def test_goal_and_compression_count_accumulate_over_rotations(store: StateStore)
     tip = store.get_session(sid)
     assert (tip.title, tip.goal, tip.compression_count) == ("g #4", "persistent goal", 3)
     assert len(store.lineage(sid)) == 4
+
+
+@pytest.mark.parametrize("mode", ["rotate", "in_place"])
+def test_published_tail_keeps_stored_token_counts(store: StateStore, mode: str) -> None:
+    """Rows the window kept are not re-tokenized: their stored count is reused (here a
+    sentinel the caller supplied); new rows (the summary) are counted."""
+    from hermes_host.tokens import count_message
+
+    session = store.create_session()
+    history = conversation(3)
+    store.append_messages(session.id, history, token_counts=[999] * len(history))
+    summary = {"role": "user", "content": "[CONTEXT COMPACTION] s", "_compressed_summary": True}
+    window = [history[0], summary, *history[-4:]]
+    result = store.publish_compression(_lease(store, session.id), session.id, window, mode=mode)
+    counts = [r.token_count for r in store.all_messages(result.session_id) if r.active]
+    assert counts == [999, count_message(summary), 999, 999, 999, 999]

@@ -44,7 +44,7 @@ from hermes_host.store.ids import holder_is_dead, make_holder, new_session_id
 from hermes_host.store.recap import format_recap
 from hermes_host.store.schema import migrate
 from hermes_host.store.search import porter_query, trigram_query
-from hermes_host.tokens import TokenCounter, count_message
+from hermes_host.tokens import count_message
 
 __all__ = ["SQLiteHistoryReader", "SQLiteStore"]
 
@@ -154,7 +154,6 @@ class SQLiteStore:
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
         self._closed = False
-        self._counter = TokenCounter()
         self._open()
 
     @_errors("opening the store")
@@ -457,9 +456,10 @@ class SQLiteStore:
 
     # -- messages ---------------------------------------------------------------------------
 
-    def _count(self, message: Message, cached: bool) -> int:
+    @staticmethod
+    def _count(message: Message) -> int:
         try:
-            return self._counter.count(message) if cached else count_message(message)
+            return count_message(message)
         except Exception:  # a message tiktoken cannot encode still gets an estimate
             return 4 + math.ceil(len(json.dumps(message, default=str)) / 4)
 
@@ -467,12 +467,11 @@ class SQLiteStore:
         self,
         messages: Sequence[Message],
         token_counts: Sequence[int] | None,
-        *,
-        cached: bool = False,
+        known: dict[tuple[Any, ...], int] | None = None,
     ) -> list[tuple[int, tuple[Any, ...]]]:
         """Encode and count outside the write transaction (it holds the lock meanwhile).
-        ``cached`` uses the digest cache: worth it for a published window, whose messages
-        were mostly counted before; not for fresh appends, where the digest is pure cost."""
+        ``known`` maps already-stored rows (their column values) to their token count, so a
+        published window does not re-tokenize the tail it kept."""
         if isinstance(messages, dict | str | bytes):
             raise StoreError("messages must be a list of message objects")
         if token_counts is not None and len(token_counts) != len(messages):
@@ -483,13 +482,27 @@ class SQLiteStore:
         for index, message in enumerate(messages):
             values = encode_message(message, index).values
             if token_counts is None:
-                tokens = self._count(message, cached)
+                stored = known.get(values) if known else None
+                tokens = stored if stored is not None else self._count(message)
             else:
                 tokens = token_counts[index]
                 if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
                     raise StoreError(f"message {index}: token count must be an int >= 0")
             prepared.append((tokens, values))
         return prepared
+
+    def _window_counts(self, session_id: str, size: int) -> dict[tuple[Any, ...], int]:
+        """Token counts of the window's head and tail rows (``size`` each: a compressed
+        window keeps a head and a tail), keyed by their column values."""
+        known: dict[tuple[Any, ...], int] = {}
+        for order in ("ASC", "DESC"):
+            rows = self._conn().execute(
+                f"SELECT token_count, {_MSG_COLS} FROM messages "
+                f"WHERE session_id = ? AND active = 1 ORDER BY id {order} LIMIT ?",
+                (session_id, size),
+            )
+            known.update((tuple(row[1:]), row[0]) for row in rows)
+        return known
 
     @staticmethod
     def _insert(
@@ -741,7 +754,10 @@ class SQLiteStore:
     ) -> PublishResult:
         if mode not in ("rotate", "in_place"):
             raise StoreError(f"unknown publish mode {mode!r}; allowed: rotate, in_place")
-        prepared = self._prepare(new_messages, token_counts, cached=True)
+        known = None
+        if token_counts is None and not isinstance(new_messages, dict | str | bytes):
+            known = self._window_counts(session_id, len(new_messages))
+        prepared = self._prepare(new_messages, token_counts, known)
         with self._tx() as conn:
             now = time.time()
             held = conn.execute(
