@@ -321,11 +321,10 @@ def test_status_shows_select_context_decisions(
         assert effect, routed
         before, after = effect.groups()
         assert int(after.replace(",", "")) < int(before.replace(",", ""))
-        # the request that went out is the routed one: an off-topic turn was left out
+        # the request that went out is the routed one: an off-topic turn (its answer) was
+        # left out — the window holds three answers, the request fewer
         sent = json.dumps(wire_messages(fake.requests)[-1]["messages"])
-        earlier = ["fix the database migration script", "the postgres schema has a missing "
-                   "index", "now lets write the css for the landing page"]
-        assert any(text not in sent for text in earlier)
+        assert sent.count("echo: ") < 3
         assert "add a rollback" in sent
     finally:
         host.close()
