@@ -248,3 +248,25 @@ def test_output_is_accepted_by_the_replay_loader(tmp_path: Path) -> None:
         assert f"hermes-host replay {out}" in result.output
         transcript = load_transcript(out)
         assert transcript.message_count == len(_lines(out))
+
+
+def test_openhands_evaluation_output_uses_the_first_instance_history(tmp_path: Path) -> None:
+    """An evaluation output.jsonl line carries the events under ``history``."""
+    events = openhands_events()
+    source = write_jsonl(tmp_path / "output.jsonl", [
+        {"instance_id": "ponyc-4595", "instruction": "Add a --verbose flag", "history": events},
+        {"instance_id": "ponyc-4588", "history": events},
+    ])
+    result = import_file("openhands", source)
+    direct = import_file("openhands", write_json_array(tmp_path / "t.json", events))
+    assert result.messages == direct.messages
+    assert result.skipped["further instance (only the first is converted)"] == 1
+
+
+def test_openhands_v1_stream_is_refused_with_a_reason(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "v1.jsonl", [
+        {"kind": "SystemPromptEvent", "source": "agent", "id": "e1"},
+        {"kind": "MessageEvent", "source": "user", "id": "e2"},
+    ])
+    with pytest.raises(TranscriptImportError, match=r"Agent-SDK \(V1\) event stream"):
+        import_file("openhands", source)

@@ -1,4 +1,6 @@
-"""OpenHands event streams (a trajectory export: a JSON array of events, or JSONL).
+"""OpenHands (V0) event streams: a JSON array of events (a trajectory export), JSONL with one
+event per line, or an evaluation output whose lines carry the events under ``history`` (the
+first instance is converted).
 
 An event is an *action* (``"action": "message" | "run" | "read" | "edit" | ...`` with
 ``args``) or an *observation* (``"observation": "run" | "read" | ...`` with ``content`` and
@@ -16,6 +18,9 @@ An event is an *action* (``"action": "message" | "run" | "read" | "edit" | ...``
   ``tool`` message; a non-zero exit code is noted on its first line;
 * skipped and counted: environment events (``agent_state_changed``, ``recall``, ``null``
   observations, condensation) and observations whose action is unknown.
+
+Agent-SDK (V1) streams (events with a ``kind``) are a different format: refused with a
+message saying so.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from typing import Any
 from hermes_host.importers.base import (
     ImportResult,
     TranscriptBuilder,
+    TranscriptImportError,
     iter_json_records,
     read_text,
 )
@@ -128,15 +134,35 @@ def import_openhands(path: Path) -> ImportResult:
     skipped: Counter[str] = Counter()
     converter = _Converter(skipped)
     records = 0
+    instances = 0
     for record in iter_json_records(path, read_text(path), allow_array=True):
         records += 1
-        event = record.value
-        if isinstance(event.get("action"), str):
-            converter.action(event)
-        elif isinstance(event.get("observation"), str):
-            converter.observation(event)
+        value = record.value
+        if isinstance(value.get("history"), list):
+            # An evaluation output line: one instance, its events under "history".
+            instances += 1
+            if instances > 1:
+                skipped["further instance (only the first is converted)"] += 1
+                continue
+            events = [e for e in value["history"] if isinstance(e, dict)]
         else:
-            skipped["event without action or observation"] += 1
+            events = [value]
+        for event in events:
+            if isinstance(event.get("action"), str):
+                converter.action(event)
+            elif isinstance(event.get("observation"), str):
+                converter.observation(event)
+            elif isinstance(event.get("kind"), str):
+                skipped[f"Agent-SDK (V1) event {event['kind']}"] += 1
+            else:
+                skipped["event without action or observation"] += 1
+    if any(kind.startswith("Agent-SDK (V1)") for kind in skipped) and not any(
+        m.get("role") in ("user", "assistant") for m in converter.builder.messages
+    ):
+        raise TranscriptImportError(
+            path, None, "this is an OpenHands Agent-SDK (V1) event stream (events with a "
+            "'kind'); only V0 events (with 'action' / 'observation') are supported"
+        )
     return ImportResult(
         source=path, format=FORMAT, messages=converter.builder.finish(path),
         records=records, skipped=skipped,
