@@ -197,6 +197,7 @@ def test_compress_preview_commits_nothing_then_compress_does_r_12_1(
     assert COMPACTING_MARKER in events and COMPACTED_MARKER in events
     assert chat.session.id != sid
     assert store.get_session(chat.session.id).parent_session_id == sid
+    assert store.read_guards(chat.session.id).cooldown_until is None  # force clears it
     assert "compressed:" in ui.text("info")
     assert [m["content"] for m in chat.session.raw_window if m["role"] == "user"
             and m["content"].startswith("question")][-1:] == ["question 6"]
