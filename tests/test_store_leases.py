@@ -130,7 +130,7 @@ def test_exactly_one_process_compresses_a_session_R_9_4(tmp_path: Path, competit
     session = store.create_session(title="race")
     store.append_messages(session.id, conversation(4))
     store.close()
-    results = _race(db, [session.id] * competitors, tmp_path / "go", 0.5, mode)
+    results = _race(db, [session.id] * competitors, tmp_path / "go", 1.0, mode)
     published = [r for r in results if r["result"] == "published"]
     deferred = [r for r in results if r["result"] == "deferred"]
     assert len(published) == 1, results
@@ -157,7 +157,7 @@ def test_different_sessions_compress_concurrently_R_9_4(tmp_path: Path) -> None:
         store.append_messages(session.id, conversation(2, tag=str(i)))
         ids.append(session.id)
     store.close()
-    results = _race(db, ids, tmp_path / "go", 0.5, "rotate")
+    results = _race(db, ids, tmp_path / "go", 1.0, "rotate")
     assert [r["result"] for r in results] == ["published"] * 4
     # every lease was held at the same moment: the hold intervals all overlap
     assert max(r["t_acquired"] for r in results) < min(r["t_published"] for r in results)
