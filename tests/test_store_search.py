@@ -186,9 +186,9 @@ def test_scoped_search_with_interleaved_sessions(store: StateStore) -> None:
 def test_very_common_terms_return_most_recent_hits(store: StateStore,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Above RANK_CAP matches, ranking every row would be slow: the newest hits win."""
-    from hermes_host.store import sqlite as sqlite_mod
+    from hermes_host.store import search as search_mod
 
-    monkeypatch.setattr(sqlite_mod, "RANK_CAP", 3)
+    monkeypatch.setattr(search_mod, "RANK_CAP", 3)
     session = store.create_session()
     store.append_messages(session.id, [
         {"role": "user", "content": f"common word number{i}"} for i in range(10)])

@@ -25,9 +25,17 @@ from typing import Any
 
 from hermes_host.messages import text_of
 from hermes_host.models import Message
-from hermes_host.store.base import StoreError
+from hermes_host.store.base import StoredMessage, StoreError
 
-__all__ = ["ROW_COLUMNS", "EncodedMessage", "decode_row", "encode_message", "safe_text"]
+__all__ = [
+    "ROW_COLUMNS",
+    "STORED_COLUMNS",
+    "EncodedMessage",
+    "decode_row",
+    "encode_message",
+    "safe_text",
+    "stored_from_row",
+]
 
 # key -> (column, kind).  "name" maps to tool_name only on tool messages (see _column_for).
 _KEYMAP: dict[str, tuple[str, str]] = {
@@ -205,3 +213,22 @@ def decode_row(row: Sequence[Any]) -> Message:
         spec = _column_for(key, role)
         message[key] = None if spec is None else _decode_column(spec[1], by_col[spec[0]])
     return message
+
+
+STORED_COLUMNS = "id, session_id, active, compacted, token_count, timestamp, " + ", ".join(
+    ROW_COLUMNS
+)
+"""The SELECT list :func:`stored_from_row` reads."""
+
+
+def stored_from_row(row: Sequence[Any]) -> StoredMessage:
+    """A :class:`StoredMessage` from a ``STORED_COLUMNS`` row."""
+    return StoredMessage(
+        id=row[0],
+        session_id=row[1],
+        active=bool(row[2]),
+        compacted=bool(row[3]),
+        token_count=row[4],
+        timestamp=row[5],
+        message=decode_row(row[6:]),
+    )

@@ -39,11 +39,17 @@ from hermes_host.store.base import (
     StoreError,
     TitleConflictError,
 )
-from hermes_host.store.codec import ROW_COLUMNS, decode_row, encode_message
+from hermes_host.store.codec import (
+    ROW_COLUMNS,
+    STORED_COLUMNS,
+    decode_row,
+    encode_message,
+    stored_from_row,
+)
 from hermes_host.store.ids import holder_is_dead, make_holder, new_session_id
 from hermes_host.store.recap import format_recap
 from hermes_host.store.schema import migrate
-from hermes_host.store.search import porter_query, trigram_query
+from hermes_host.store.search import BOOKEND_MESSAGES, run_search
 from hermes_host.tokens import count_message
 
 __all__ = ["SQLiteHistoryReader", "SQLiteStore"]
@@ -69,7 +75,6 @@ _MOVE_STAGED = (
     f"{_MSG_COLS}) SELECT ?, ?, 1, 0, token_count, {_MSG_COLS} "
     "FROM temp.message_stage ORDER BY seq"
 )
-_STORED_COLS = f"id, session_id, active, compacted, token_count, timestamp, {_MSG_COLS}"
 _SESSION_SELECT = """
 SELECT s.*,
   (SELECT count(*) FROM messages m WHERE m.session_id = s.id) AS message_count,
@@ -81,10 +86,6 @@ _COPIED_ON_ROTATE = (
     "system_prompt, cwd, goal, pinned, cooldown_until, fallback_streak, ineffective_count"
 )
 _TITLE_NUMBER = re.compile(r"^(.*) #(\d+)$")
-BOOKEND_MESSAGES = 2
-"""Messages shown before and after each search hit."""
-RANK_CAP = 2_000
-"""Above this many matching rows a query returns its most recent hits (see ``_match``)."""
 
 
 def _translate(path: Path, exc: BaseException, action: str) -> StoreError:
@@ -475,9 +476,7 @@ class SQLiteStore:
         if isinstance(messages, dict | str | bytes):
             raise StoreError("messages must be a list of message objects")
         if token_counts is not None and len(token_counts) != len(messages):
-            raise StoreError(
-                f"got {len(token_counts)} token counts for {len(messages)} messages"
-            )
+            raise StoreError(f"got {len(token_counts)} token counts for {len(messages)} messages")
         prepared = []
         for index, message in enumerate(messages):
             values = encode_message(message, index).values
@@ -570,18 +569,6 @@ class SQLiteStore:
         ).fetchone()
         return int(row[0])
 
-    @staticmethod
-    def _stored(row: Sequence[Any]) -> StoredMessage:
-        return StoredMessage(
-            id=row[0],
-            session_id=row[1],
-            active=bool(row[2]),
-            compacted=bool(row[3]),
-            token_count=row[4],
-            timestamp=row[5],
-            message=decode_row(row[6:]),
-        )
-
     @_errors("reading messages")
     def all_messages(
         self, session_id: str, *, include_inactive: bool = True
@@ -590,10 +577,10 @@ class SQLiteStore:
         self._require(conn, session_id)
         active = "" if include_inactive else " AND active = 1"
         rows = conn.execute(
-            f"SELECT {_STORED_COLS} FROM messages WHERE session_id = ?{active} ORDER BY id",
+            f"SELECT {STORED_COLUMNS} FROM messages WHERE session_id = ?{active} ORDER BY id",
             (session_id,),
         ).fetchall()
-        return [self._stored(r) for r in rows]
+        return [stored_from_row(r) for r in rows]
 
     @_errors("reading lineage messages")
     def lineage_messages(
@@ -606,13 +593,13 @@ class SQLiteStore:
         rows = (
             self._conn()
             .execute(
-                f"SELECT {_STORED_COLS} FROM messages WHERE session_id IN ({marks}){active} "
+                f"SELECT {STORED_COLUMNS} FROM messages WHERE session_id IN ({marks}){active} "
                 "ORDER BY id",
                 ids,
             )
             .fetchall()
         )
-        return [self._stored(r) for r in rows]
+        return [stored_from_row(r) for r in rows]
 
     # -- guards and usage -------------------------------------------------------------------
 
@@ -849,73 +836,6 @@ class SQLiteStore:
 
     # -- search -----------------------------------------------------------------------------
 
-    def _scope_range(self, conn: sqlite3.Connection, scope: list[str]) -> tuple[int, int] | None:
-        """The id range that holds every message of the scope's sessions (each bound is an
-        indexed min/max lookup).  FTS5 seeks a rowid range directly, so a session search
-        never walks the posting lists of the whole store."""
-        lows, highs = [], []
-        for session_id in scope:
-            low, high = conn.execute(
-                "SELECT min(id), max(id) FROM messages WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            if low is not None:
-                lows.append(low)
-                highs.append(high)
-        return (min(lows), max(highs)) if lows else None
-
-    def _match(
-        self, table: str, expression: str, scope: list[str] | None, limit: int
-    ) -> list[tuple[int, float]]:
-        """Top hits of one FTS expression.  BM25 ranking costs time per matching row, so a
-        term matching more than ``RANK_CAP`` rows is answered with its most recent hits
-        instead (still BM25-scored, never a scan of the whole posting list)."""
-        conn = self._conn()
-        where = f"{table} MATCH ?"
-        params: list[Any] = [expression]
-        join = ""
-        if scope is not None:
-            bounds = self._scope_range(conn, scope)
-            if bounds is None:
-                return []
-            where += f" AND {table}.rowid BETWEEN ? AND ?"
-            params += list(bounds)
-        try:
-            matching = conn.execute(
-                f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {where} LIMIT ?)",
-                [*params, RANK_CAP + 1],
-            ).fetchone()[0]
-            if not matching:
-                return []
-            order = f"{table}.rank" if matching <= RANK_CAP else f"{table}.rowid DESC"
-            if scope is not None:
-                join = f"JOIN messages m ON m.id = {table}.rowid "
-                where += f" AND m.session_id IN ({', '.join('?' * len(scope))})"
-                params += scope
-            sql = (
-                f"SELECT {table}.rowid, {table}.rank FROM {table} {join}"
-                f"WHERE {where} ORDER BY {order} LIMIT ?"
-            )
-            return [(int(r[0]), float(r[1])) for r in conn.execute(sql, [*params, limit])]
-        except sqlite3.OperationalError as exc:
-            if "fts5" in str(exc).lower():  # defensive: quoting should make this unreachable
-                return []
-            raise
-
-    def _bookends(
-        self, conn: sqlite3.Connection, session_id: str, message_id: int, count: int
-    ) -> tuple[list[StoredMessage], list[StoredMessage]]:
-        before = conn.execute(
-            f"SELECT {_STORED_COLS} FROM messages WHERE session_id = ? AND id < ? "
-            "ORDER BY id DESC LIMIT ?",
-            (session_id, message_id, count),
-        ).fetchall()
-        after = conn.execute(
-            f"SELECT {_STORED_COLS} FROM messages WHERE session_id = ? AND id > ? "
-            "ORDER BY id LIMIT ?",
-            (session_id, message_id, count),
-        ).fetchall()
-        return [self._stored(r) for r in reversed(before)], [self._stored(r) for r in after]
-
     @_errors("searching")
     def session_search(
         self,
@@ -932,55 +852,7 @@ class SQLiteStore:
             scope = self.lineage(session_id) if lineage else [session_id]
             if not lineage:
                 self._require(self._conn(), session_id)
-        ranked: dict[int, float] = {}
-        words = porter_query(query)
-        if words is not None:
-            found = self._match("messages_fts", words, scope, limit)
-            if not found:
-                any_words = porter_query(query, any_term=True)
-                if any_words != words and any_words is not None:
-                    found = self._match("messages_fts", any_words, scope, limit)
-            ranked.update(found)
-        substring = trigram_query(query)
-        # The substring index answers what words cannot (partial identifiers, CJK, paths).
-        # A long trigram phrase intersects many posting lists, so it runs only when the word
-        # index found nothing — a word hit is the better answer anyway.
-        if substring is not None and not ranked:
-            for rowid, score in self._match("messages_fts_trigram", substring, scope, limit):
-                if rowid not in ranked and len(ranked) < limit:
-                    ranked[rowid] = 1000.0 + score  # after every porter hit, in trigram order
-        if not ranked:
-            return []
-        conn = self._conn()
-        marks = ", ".join("?" * len(ranked))
-        rows = {
-            r[0]: r
-            for r in conn.execute(
-                "SELECT id, session_id, role, content, active, timestamp FROM messages "
-                f"WHERE id IN ({marks})",
-                list(ranked),
-            )
-        }
-        hits: list[SearchHit] = []
-        for rowid, score in sorted(ranked.items(), key=lambda kv: kv[1]):
-            row = rows.get(rowid)
-            if row is None:
-                continue
-            before, after = self._bookends(conn, row[1], rowid, max(0, int(bookends)))
-            hits.append(
-                SearchHit(
-                    message_id=rowid,
-                    session_id=row[1],
-                    role=row[2],
-                    content=row[3] or "",
-                    score=score,
-                    active=bool(row[4]),
-                    timestamp=row[5],
-                    before=before,
-                    after=after,
-                )
-            )
-        return hits
+        return run_search(self._conn(), query, scope, limit, bookends)
 
     # -- resume -----------------------------------------------------------------------------
 
