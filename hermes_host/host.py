@@ -205,6 +205,7 @@ class ContextHost:
         self.runner = HookRunner(plugins.pm, config.hooks)
         self.tokens = TokenCounter()
         self._owns_store = owns_store
+        self._owned_plugins: list[object] = []
 
     @classmethod
     def from_config(
@@ -234,13 +235,20 @@ class ContextHost:
             options = {"directory": config.memory.directory} if config.memory.directory else {}
             extra["markdown"] = MarkdownMemory(options=options)
         plugins = load_plugins(config, extra=extra)
+        caller_owned = {name for name in (extra_plugins or {})}
         owns = not (store is not None and not isinstance(store, str | os.PathLike))
         if store is None:
             store = config.store_path()
         if isinstance(store, str | os.PathLike):
             Path(store).expanduser().parent.mkdir(parents=True, exist_ok=True)
             store = open_store(store, lease_ttl=config.store.lease_ttl_seconds)
-        return cls(config, store, plugins, owns_store=owns)
+        host = cls(config, store, plugins, owns_store=owns)
+        host._owned_plugins = [
+            instance
+            for name, instance in {**plugins.engines, **plugins.providers}.items()
+            if name not in caller_owned
+        ]
+        return host
 
     # -- names --------------------------------------------------------------------------
 
@@ -336,7 +344,16 @@ class ContextHost:
         return session.reset(reason, title=title, system_prompt=system_prompt)
 
     def close(self) -> None:
-        """Close the store when this host opened it."""
+        """Close the plugins this host instantiated (those with a ``close()``, e.g. an
+        engine's network clients) and the store when this host opened it."""
+        for plugin in self._owned_plugins:
+            closer = getattr(plugin, "close", None)
+            if callable(closer):
+                try:
+                    closer()
+                except Exception:  # a plugin's cleanup bug must not stop the others
+                    pass
+        self._owned_plugins = []
         if self._owns_store:
             self.store.close()
 

@@ -170,7 +170,7 @@ def test_r14_4_broadcast_runs_providers_concurrently(gate: Gate) -> None:
     )
     elapsed = time.perf_counter() - started
     assert all(s.provenance is Provenance.TIMEOUT for s in stamps)
-    assert 0.29 <= elapsed < 0.75
+    assert 0.29 <= elapsed < 0.85  # sequential calls would take >= 0.9 s
 
 
 def test_r14_4_broadcast_of_an_ignored_return_hook_stamps_success() -> None:

@@ -27,6 +27,9 @@ def test_undo_archives_the_last_turns_and_keeps_them_searchable(tmp_path: Path) 
         archived = [r.message for r in host.store.all_messages(sid) if not r.active]
         assert any(m.get("content") == "UNDO-ME please" for m in archived)
         assert host.store.session_search("UNDO-ME", session_id=sid)
+        # An undo is not a compression: no count, and the rows are not marked compacted.
+        assert host.store.get_session(sid).compression_count == 0
+        assert not any(r.compacted for r in host.store.all_messages(sid) if not r.active)
         session.add_user("next question")
         assert session.build_request()[-1] == {"role": "user", "content": "next question"}
         with pytest.raises(ValueError):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -124,20 +123,6 @@ def test_budget_is_respected_on_the_largest_transcript(budget: int) -> None:
     assert count_text(out) <= budget
     if budget == 600:
         assert re.search(r"^\d+–\d+\. \(\d+ earlier actions condensed", out, re.MULTILINE)
-
-
-def test_largest_transcript_is_summarised_well_under_a_second() -> None:
-    largest = max(transcript_files(), key=lambda p: p.stat().st_size)
-    messages = load_transcript(largest)
-    summarize(messages[:4])  # warm the tokenizer
-    best = min(_timed(lambda: summarize(messages, budget_tokens=2000)) for _ in range(3))
-    assert best < 1.0, f"{largest.name}: {best:.2f}s"
-
-
-def _timed(fn: Any) -> float:
-    started = time.perf_counter()
-    fn()
-    return time.perf_counter() - started
 
 
 # --------------------------------------------------------------------------------------------
@@ -334,9 +319,7 @@ def test_messy_input_does_not_break_it() -> None:
         {"role": "assistant"},
         {"role": "user", "content": None},
     ]
-    started = time.perf_counter()
     out = summarize(messages, budget_tokens=1500, today=TODAY)
-    assert time.perf_counter() - started < 2
     s = assert_eleven_sections(out)
     assert s["Historical Task Snapshot"] == "Look at this image"
     acts = s["Completed Actions"]

@@ -142,6 +142,13 @@ class AnthropicSummarizer:
             params["system"] = redact(job.system)
         return params
 
+    def close(self) -> None:
+        """Close the SDK client's connection pool (a later call opens a new one)."""
+        with self._client_lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
     def summarize(self, job: SummaryJob) -> str:
         params = self.request_params(job)
         try:

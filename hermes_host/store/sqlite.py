@@ -770,16 +770,19 @@ class SQLiteStore:
                     f"{child[0] if child else 'a child session'}; nothing was published"
                 )
             if mode == "in_place":
+                # Only a compression counts as one and marks rows compacted; other rewrites
+                # of the window (``/undo``) archive rows without claiming they were compacted.
+                compacted = 1 if reason == "compression" else 0
                 conn.execute(
-                    "UPDATE messages SET active = 0, compacted = 1 "
+                    "UPDATE messages SET active = 0, compacted = ? "
                     "WHERE session_id = ? AND active = 1",
-                    (session_id,),
+                    (compacted, session_id),
                 )
                 ids = self._insert(conn, session_id, prepared, now)
                 conn.execute(
-                    "UPDATE sessions SET compression_count = compression_count + 1, "
-                    "last_activity_at = ?, last_activity_kind = 'compression' WHERE id = ?",
-                    (now, session_id),
+                    "UPDATE sessions SET compression_count = compression_count + ?, "
+                    "last_activity_at = ?, last_activity_kind = ? WHERE id = ?",
+                    (compacted, now, reason, session_id),
                 )
                 return PublishResult(
                     session_id=session_id,

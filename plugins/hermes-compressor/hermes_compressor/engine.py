@@ -120,8 +120,6 @@ class Compressor:
             self._cache.clear()
         for summarizer in cached:
             closer = getattr(summarizer, "close", None)
-            if closer is None:  # AnthropicSummarizer keeps its SDK client privately
-                closer = getattr(getattr(summarizer, "_client", None), "close", None)
             if callable(closer):
                 closer()
 
