@@ -297,6 +297,10 @@ class AnthropicChatModel:
     def __repr__(self) -> str:  # never show the key
         return f"AnthropicChatModel(name={self.name!r})"
 
+    def close(self) -> None:
+        """Close the SDK client's connection pool."""
+        self._client.close()
+
     def complete(
         self, system: str, messages: list[dict[str, Any]], max_tokens: int
     ) -> ModelReply:

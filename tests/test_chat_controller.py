@@ -55,6 +55,7 @@ def chat(
     try:
         yield controller
     finally:
+        model.close()
         host.close()
 
 
@@ -306,7 +307,9 @@ def test_status_shows_select_context_decisions(
         chat = ChatController(
             host, host.open_session("routed", "You are a helpful assistant talking with a "
                                     "developer in a terminal. Answer concisely."),
-            AnthropicChatModel(config.model.name, "k", base_url=fake.base_url, max_retries=0),
+            model := AnthropicChatModel(
+                config.model.name, "k", base_url=fake.base_url, max_retries=0
+            ),
             ui, restore_cwd=False)
         for line in ["fix the database migration script",
                      "the postgres schema has a missing index",
@@ -327,5 +330,6 @@ def test_status_shows_select_context_decisions(
         sent = json.dumps(wire_messages(fake.requests)[-1]["messages"])
         assert sent.count("echo: ") < 3
         assert "add a rollback" in sent
+        model.close()
     finally:
         host.close()

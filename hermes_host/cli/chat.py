@@ -98,6 +98,7 @@ def chat(
         fail(f"error: {exc}")
     ui = RichChatUI()
     prompt = system_prompt if system_prompt is not None else DEFAULT_SYSTEM_PROMPT
+    model: AnthropicChatModel | None = None
     try:
         by = "last" if continue_last else resume_by
         try:
@@ -119,6 +120,8 @@ def chat(
             controller.restore_working_directory()
         _loop(controller, ui)
     finally:
+        if model is not None:
+            model.close()
         host.close()
 
 
