@@ -16,6 +16,8 @@ def cli() -> None:
     \b
     Start here:
       hermes-host demo                 run a real session that compresses several times
+      hermes-host replay FILE.jsonl    feed a recorded transcript through the host
+      hermes-host sessions list        what the store holds (search, lineage, export)
       hermes-host engines list         which engines are installed, and their status
       hermes-host config show          the effective configuration, with defaults
       hermes-host doctor               check config, plugins, store and tokenizer
