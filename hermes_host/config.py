@@ -20,8 +20,9 @@ non-``None`` answer.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -30,12 +31,19 @@ from hermes_host.hookspecs import DEFAULT_TIMEOUTS, LIFECYCLE_HOOKS, MEMORY_HOOK
 from hermes_host.models import CompressionSettings, SummarizerSettings
 
 __all__ = [
+    "UNKNOWN_OPTION",
     "ConfigError",
     "HermesConfig",
     "find_config_path",
     "hermes_home",
     "load_config",
+    "parse_engine_options",
 ]
+
+M = TypeVar("M", bound=BaseModel)
+
+UNKNOWN_OPTION = "unknown option; allowed: {allowed}"
+"""Default wording of :func:`parse_engine_options` for a key the model does not declare."""
 
 
 class ConfigError(Exception):
@@ -216,6 +224,50 @@ def _format_errors(exc: ValidationError, source: str) -> str:
             msg = f"  {key}: {err['msg']} (got {shown})"
         lines.append(msg)
     return "\n".join(lines)
+
+
+def parse_engine_options(
+    model: type[M],
+    options: Mapping[str, Any] | None,
+    engine: str,
+    error: type[Exception] = ValueError,
+    *,
+    unknown: str = UNKNOWN_OPTION,
+) -> M:
+    """Validate an engine's ``engines.<engine>`` block of ``config.yaml`` against ``model``.
+
+    For engine authors: declare your options as a pydantic model with
+    ``model_config = ConfigDict(extra="forbid")`` and call this from your constructor with the
+    ``options=`` the host passes in.  The host shows ``str()`` of the raised error to the user
+    as a configuration error, so every engine reports bad options the same way (R-0.3):
+
+    * ``None`` (no block in ``config.yaml``) gives ``model()``, i.e. the defaults;
+    * a block that is not a mapping raises ``error("engines.<engine> must be a mapping, got
+      <type>")``;
+    * otherwise every problem is listed, joined with ``"; "``: a key the model does not declare
+      as ``engines.<engine>.<key>: unknown option; allowed: a, b, c`` (the wording is
+      ``unknown``, formatted with ``allowed``), any other as ``engines.<engine>.<key>: <pydantic
+      message>``.
+
+    ``error`` is called with the message alone; pass your own exception class (a ``ValueError``
+    subclass is a good choice) so that callers can catch your engine's errors specifically.
+    """
+    if options is None:
+        return model()
+    if not isinstance(options, Mapping):
+        raise error(f"engines.{engine} must be a mapping, got {type(options).__name__}")
+    try:
+        return model.model_validate(dict(options))
+    except ValidationError as exc:
+        allowed = ", ".join(model.model_fields)
+        problems = []
+        for err in exc.errors():
+            key = ".".join(str(p) for p in err["loc"]) or "(options)"
+            if err["type"] == "extra_forbidden":
+                problems.append(f"engines.{engine}.{key}: " + unknown.format(allowed=allowed))
+            else:
+                problems.append(f"engines.{engine}.{key}: {err['msg']}")
+        raise error("; ".join(problems)) from None
 
 
 def parse_config(data: Any, source: str = "<config>") -> HermesConfig:

@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from hermes_host.messages import (
     MessageError,
@@ -28,7 +31,13 @@ from hermes_host.messages import (
 )
 from hermes_host.models import Message
 
-__all__ = ["Transcript", "TranscriptError", "TranscriptTurn", "load_transcript"]
+__all__ = [
+    "Transcript",
+    "TranscriptError",
+    "TranscriptTurn",
+    "iter_jsonl_objects",
+    "load_transcript",
+]
 
 
 class TranscriptError(ValueError):
@@ -79,6 +88,28 @@ class Transcript:
         return {"merged_adjacent": merges, "tool_pairs_repaired": fixes}
 
 
+def iter_jsonl_objects(
+    text: str, on_error: Callable[[int, str], Exception]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line_number, object)`` for each non-blank line of JSONL ``text`` (1-based numbers).
+
+    A line that is not JSON, or is JSON but not an object, raises ``on_error(line, reason)``:
+    each reader (``replay``, the importers) turns it into its own exception type, while the
+    wording of the reason stays the same everywhere.
+    """
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            reason = f"not a JSON object (JSONL expects one per line): {exc.msg}"
+            raise on_error(number, reason) from None
+        if not isinstance(value, dict):
+            raise on_error(number, f"expected a JSON object, got {type(value).__name__}")
+        yield number, value
+
+
 def _system_text(message: Message) -> str:
     content = message.get("content")
     if isinstance(content, str):
@@ -109,19 +140,7 @@ def load_transcript(path: str | os.PathLike[str]) -> Transcript:
     messages: list[Message] = []
     lines: list[int] = []
     seen_calls: set[str] = set()
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            message = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TranscriptError(
-                p, number, f"not a JSON object (JSONL expects one per line): {exc.msg}"
-            ) from None
-        if not isinstance(message, dict):
-            raise TranscriptError(
-                p, number, f"expected a JSON object, got {type(message).__name__}"
-            )
+    for number, message in iter_jsonl_objects(text, partial(TranscriptError, p)):
         try:
             validate_messages([message])
         except MessageError as exc:

@@ -16,11 +16,13 @@ import os
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from hermes_host.messages import validate_messages
 from hermes_host.models import Message
+from hermes_host.transcripts import iter_jsonl_objects
 
 __all__ = [
     "ImportResult",
@@ -126,19 +128,7 @@ def iter_json_records(path: Path, text: str, *, allow_array: bool = False) -> It
                 )
             yield Record(line=index + 1, value=value)
         return
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TranscriptImportError(
-                path, number, f"not a JSON object (JSONL expects one per line): {exc.msg}"
-            ) from None
-        if not isinstance(value, dict):
-            raise TranscriptImportError(
-                path, number, f"expected a JSON object, got {type(value).__name__}"
-            )
+    for number, value in iter_jsonl_objects(text, partial(TranscriptImportError, path)):
         yield Record(line=number, value=value)
 
 

@@ -34,9 +34,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from hermes_host import SelectRequest, SelectResult, hookimpl
+from hermes_host.config import parse_engine_options
 from hermes_host.messages import is_summary, text_of
 from hermes_host.models import Message
 from hermes_host.redact import contains_secret, redact
@@ -115,26 +116,8 @@ class RetrievalOptions(BaseModel):
 
     @classmethod
     def parse(cls, options: Mapping[str, Any] | None) -> RetrievalOptions:
-        if options is None:
-            return cls()
-        if not isinstance(options, Mapping):
-            raise RetrievalOptionsError(
-                f"engines.retrieval must be a mapping, got {type(options).__name__}"
-            )
-        try:
-            return cls.model_validate(dict(options))
-        except ValidationError as exc:
-            problems = []
-            for err in exc.errors():
-                key = ".".join(str(p) for p in err["loc"]) or "(options)"
-                if err["type"] == "extra_forbidden":
-                    problems.append(
-                        f"engines.retrieval.{key}: unknown option; allowed: "
-                        + ", ".join(cls.model_fields)
-                    )
-                else:
-                    problems.append(f"engines.retrieval.{key}: {err['msg']}")
-            raise RetrievalOptionsError("; ".join(problems)) from None
+        """Validate ``engines.retrieval``; the error names each bad key (R-0.3)."""
+        return parse_engine_options(cls, options, "retrieval", RetrievalOptionsError)
 
 
 @dataclass

@@ -33,9 +33,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from hermes_host import SelectRequest, SelectResult, hookimpl
+from hermes_host.config import parse_engine_options
 from hermes_host.messages import check_invariants, is_summary, normalize_alternation, text_of
 from hermes_host.models import Message
 from hermes_host.redact import contains_secret, redact
@@ -103,26 +104,8 @@ class TopicRouterOptions(BaseModel):
 
     @classmethod
     def parse(cls, options: Mapping[str, Any] | None) -> TopicRouterOptions:
-        if options is None:
-            return cls()
-        if not isinstance(options, Mapping):
-            raise TopicRouterOptionsError(
-                f"engines.topic_router must be a mapping, got {type(options).__name__}"
-            )
-        try:
-            return cls.model_validate(dict(options))
-        except ValidationError as exc:
-            problems = []
-            for err in exc.errors():
-                key = ".".join(str(p) for p in err["loc"]) or "(options)"
-                if err["type"] == "extra_forbidden":
-                    problems.append(
-                        f"engines.topic_router.{key}: unknown option; allowed: "
-                        + ", ".join(cls.model_fields)
-                    )
-                else:
-                    problems.append(f"engines.topic_router.{key}: {err['msg']}")
-            raise TopicRouterOptionsError("; ".join(problems)) from None
+        """Validate ``engines.topic_router``; the error names each bad key (R-0.3)."""
+        return parse_engine_options(cls, options, "topic_router", TopicRouterOptionsError)
 
 
 # --- turns ------------------------------------------------------------------------------

@@ -9,11 +9,17 @@ the key and the allowed ones.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from hermes_host.config import parse_engine_options
+from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["EngineOptions", "OptionsError", "parse_options"]
+
+
+_UNKNOWN_KEY = "unknown key; allowed keys: {allowed}"
+"""This engine's wording (documented in its README) for a key :class:`EngineOptions` lacks."""
 
 
 class OptionsError(ValueError):
@@ -68,17 +74,9 @@ class EngineOptions(BaseModel):
     )
 
 
-def parse_options(options: dict[str, Any] | None) -> EngineOptions:
+def parse_options(options: Mapping[str, Any] | None) -> EngineOptions:
     """Validate the options block; raise :class:`OptionsError` naming the bad key."""
-    try:
-        return EngineOptions.model_validate(options or {})
-    except ValidationError as exc:
-        allowed = ", ".join(EngineOptions.model_fields)
-        problems = []
-        for err in exc.errors():
-            key = ".".join(str(p) for p in err["loc"]) or "(options)"
-            if err["type"] == "extra_forbidden":
-                problems.append(f"engines.compressor.{key}: unknown key; allowed keys: {allowed}")
-            else:
-                problems.append(f"engines.compressor.{key}: {err['msg']}")
-        raise OptionsError("; ".join(problems)) from None
+    # Kept from before the shared helper: any empty value (``{}``, ``[]``) means the defaults.
+    return parse_engine_options(
+        EngineOptions, options or None, "compressor", OptionsError, unknown=_UNKNOWN_KEY
+    )
