@@ -422,9 +422,21 @@ class ChatController:
             self.ui.info(f"(the answer was cut at max_tokens={self.max_tokens}; "
                          "raise model.max_output_tokens for longer answers)")
         before = session.id
-        outcome = session.end_turn(reply.usage)
+        # Show the markers while the compaction runs, not after it (a front end's
+        # "Summarizing…" state instead of a silent pause).
+        shown: list[str] = []
+
+        def live(line: str) -> None:
+            shown.append(line)
+            self.ui.event(line)
+
+        session.on_event = live
+        try:
+            outcome = session.end_turn(reply.usage)
+        finally:
+            session.on_event = None
         self.last_outcome = outcome
-        for line in outcome.events:
+        for line in outcome.events[len(shown):]:
             self.ui.event(line)
         if session.id != before:
             self.history.append(session.id)

@@ -333,3 +333,27 @@ def test_status_shows_select_context_decisions(
         model.close()
     finally:
         host.close()
+
+
+@pytest.mark.parametrize("context_length", [2000])
+def test_compaction_markers_are_shown_while_it_runs_r_10_4(
+    chat: ChatController, fake: FakeAnthropic
+) -> None:
+    """R-10.4: the "Compacting…" marker reaches the screen before the rotation is committed
+    (a live "Summarizing…" state), and "complete" after it."""
+    seen: list[tuple[str, str]] = []
+    ui = _ui(chat)
+    record = ui.event
+
+    def event(text: str) -> None:
+        seen.append((text, chat.session.id))
+        record(text)
+
+    ui.event = event  # type: ignore[method-assign]
+    _turns(chat, 14)
+    compacting = [sid for text, sid in seen if text == COMPACTING_MARKER]
+    complete = [sid for text, sid in seen if text == COMPACTED_MARKER]
+    assert compacting and complete
+    # While compacting, the session had not rotated yet; once complete, it had.
+    assert compacting[0] == chat.history[0]
+    assert complete[0] == chat.history[1]
