@@ -71,14 +71,27 @@ def count(words: Iterable[str]) -> Counter[str]:
 
 
 _NAME = re.compile(
-    r"(?<![\w/.-])(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]{1,5}\b"  # dir/file.ext
+    r"\bhttps?://[^\s<>\"'`)\]}]+"  # URLs (a docs page, an issue)
+    r"|(?<![\w/.-])(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]{1,5}\b"  # dir/file.ext
     r"|(?<![\w/.-])[\w-]+\.(?:py|js|ts|tsx|jsx|md|json|ya?ml|toml|rs|go|rb|ex|exs|sh|css|html)\b"
     r"|\b[A-Z][A-Za-z0-9]*(?:Error|Exception)\b"  # error classes
     r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b"  # CamelCase
+    r"|\b[a-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+\b"  # camelCase (assertIsNone, useEffect)
     r"|\b_{0,2}[a-z][a-z0-9]*(?:_[a-z0-9]+)+_{0,2}\b"  # snake_case
+    # commit hashes and UUIDs: 7-40 hex digits with at least one digit and one letter
+    r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
+    r"|\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b"
 )
 
 
 def names(text: str) -> list[str]:
-    """File paths, error classes and CamelCase / snake_case symbols of ``text``, in order."""
-    return [m.group(0) for m in _NAME.finditer(text) if len(m.group(0)) >= 4]
+    """The names of ``text`` a later turn may refer back to, in order: URLs, file paths,
+    error classes, CamelCase / camelCase / snake_case symbols, commit hashes and UUIDs."""
+    out: list[str] = []
+    for match in _NAME.finditer(text):
+        name = match.group(0)
+        if name.startswith("http"):
+            name = name.rstrip(".,;:!?")
+        if len(name) >= 4:
+            out.append(name)
+    return out

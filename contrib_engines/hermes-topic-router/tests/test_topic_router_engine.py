@@ -303,6 +303,27 @@ def test_note_lists_names_only_the_left_out_turns_mention():
     assert "They mention:" not in text_of(quiet[-1].messages[-1])
 
 
+def test_note_names_cover_commit_hashes_urls_and_camel_case_and_stay_bounded():
+    """What a later turn refers back to by exact name — a commit to revert, a docs URL, a
+    ``camelCase`` helper — is listed when its turn is left out; the list keeps its bound."""
+    css = CSS[0] + (
+        " Commit 04fff71 restyled it; see https://example.org/docs/flexbox.html. "
+        "The test uses assertIsNone and useStickyHeader."
+    )
+    requests = [DB[0], css, DB[1], DB[2]]
+    _, _, results = _drive(TopicRouter(), requests)
+    listed = text_of(results[-1].messages[-1]).split(NOTE_END)[0].split("They mention:")[1]
+    for name in ("04fff71", "https://example.org/docs/flexbox.html", "assertIsNone",
+                 "useStickyHeader"):
+        assert name in listed, (name, listed)
+    assert "flexbox.html." not in listed, "a URL loses its trailing punctuation"
+
+    many = CSS[0] + " " + " ".join(f"widget_part_{i}" for i in range(60))
+    _, _, bounded = _drive(TopicRouter({"note_names": 5}), [DB[0], many, DB[1], DB[2]])
+    listed = text_of(bounded[-1].messages[-1]).split(NOTE_END)[0].split("They mention:")[1]
+    assert len(listed.split(".")[0].split(", ")) == 5
+
+
 def test_swapped_in_branch_brings_its_own_digest_of_requests_not_shown():
     """The branch's own summary: excerpts of its requests the sent window no longer holds
     (here dropped for budget), newest last."""

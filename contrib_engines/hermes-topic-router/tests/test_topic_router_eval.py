@@ -1,0 +1,80 @@
+"""The router's target, measured by ``hermes-host eval`` on real transcripts: on the two aider
+sessions interleaved four turns at a time, fewer tokens per call than the compressor alone
+with needed-later recall no lower, at an 8K and a 16K window (R-3.1, R-11.3).
+
+Both the compressor (offline summariser) and the router are deterministic, so the comparison
+is exact; skipped when the transcripts are absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+
+from hermes_host.config import parse_config
+from hermes_host.evaluation import evaluate, parse_engine_sets
+
+TRANSCRIPTS = Path(
+    os.environ.get("HERMES_HOST_TRANSCRIPTS")
+    or Path(__file__).resolve().parents[3].parent / "shared" / "data" / "transcripts"
+)
+AIDER = [TRANSCRIPTS / "aider-2024-08-13-1342.jsonl", TRANSCRIPTS / "aider-2024-08-06-0855.jsonl"]
+ENGINES = {e.name for e in entry_points(group="hermes_host.context_engines")}
+
+
+def _turns(path: Path) -> list[list[dict]]:
+    turns: list[list[dict]] = [[]]
+    for line in path.read_text(encoding="utf-8").splitlines():
+        message = json.loads(line)
+        if message["role"] == "user" and any(m["role"] == "assistant" for m in turns[-1]):
+            turns.append([])
+        turns[-1].append(message)
+    return turns
+
+
+def _interleaved(out: Path) -> Path:
+    """The benchmark's two-topic session: four turns of one session, four of the other."""
+    a, b = (_turns(p) for p in AIDER)
+    with out.open("w", encoding="utf-8") as fh:
+        for i in range(0, max(len(a), len(b)), 4):
+            for turn in a[i : i + 4] + b[i : i + 4]:
+                for message in turn:
+                    fh.write(json.dumps(message) + "\n")
+    return out
+
+
+@pytest.mark.skipif(
+    not all(p.is_file() for p in AIDER), reason=f"aider transcripts not found in {TRANSCRIPTS}"
+)
+@pytest.mark.skipif(
+    not {"compressor", "topic_router"} <= ENGINES,
+    reason="needs the compressor and topic_router distributions installed",
+)
+@pytest.mark.parametrize("context_length", [8_000, 16_000])
+def test_fewer_tokens_than_compressor_alone_with_recall_no_lower(
+    tmp_path: Path, context_length: int
+):
+    config = parse_config({
+        "model": {"context_length": context_length},
+        "summarizer": {"provider": "offline"},
+        "memory": {"providers": []},
+    })
+    mixed = _interleaved(tmp_path / "aider-mixed.jsonl")
+    base, routed = evaluate(
+        config, [mixed], parse_engine_sets("compressor,compressor+topic_router")
+    )
+    assert base.model_calls == routed.model_calls > 0
+    assert base.compressions >= 3 and base.points, "the window forces several compressions"
+    assert routed.invariant_violations == 0
+    assert routed.select_engines.get("topic_router", 0) == routed.model_calls
+    assert base.recall is not None and routed.recall is not None
+    assert routed.recall >= base.recall, [
+        (b.point, b.visible, r.visible, r.missing_examples)
+        for b, r in zip(base.points, routed.points, strict=False)
+        if r.visible < b.visible
+    ]
+    assert routed.mean_tokens < 0.85 * base.mean_tokens
