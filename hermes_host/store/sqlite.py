@@ -86,6 +86,9 @@ _COPIED_ON_ROTATE = (
     "system_prompt, cwd, goal, pinned, cooldown_until, fallback_streak, ineffective_count"
 )
 _TITLE_NUMBER = re.compile(r"^(.*) #(\d+)$")
+_SET_TOKEN_COUNT = "UPDATE messages SET token_count = ? WHERE id = ?"  # fires no FTS trigger
+_BACKGROUND_COUNT_MIN = 64
+"""Batches at least this long are token-counted on a worker thread (see _BackgroundCount)."""
 
 
 def _translate(path: Path, exc: BaseException, action: str) -> StoreError:
@@ -141,6 +144,40 @@ def _prepare_file(path: Path) -> None:
             os.chmod(path, 0o600)
         except PermissionError:  # not ours to change; SQLite will still report access
             pass
+
+
+class _BackgroundCount:
+    """Token counts of a batch, computed on a worker thread while the caller writes it.
+
+    tiktoken and SQLite both release the GIL while they work, so on a multi-core machine
+    counting a large batch hides behind the FTS sync of its ``INSERT`` instead of adding to
+    it: the rows go in with a count of 0 and get their real counts in the same transaction
+    (an ``UPDATE`` of ``token_count`` fires no FTS trigger), so no committed row ever lacks
+    its count.
+    """
+
+    __slots__ = ("_error", "_result", "_thread")
+
+    def __init__(self, count: Callable[[Message], int], messages: Sequence[Message]) -> None:
+        self._result: list[int] | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._run, args=(count, messages), name="hermes-store-count", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, count: Callable[[Message], int], messages: Sequence[Message]) -> None:
+        try:
+            self._result = [count(message) for message in messages]
+        except BaseException as exc:  # re-raised in the caller's thread by result()
+            self._error = exc
+
+    def result(self) -> list[int]:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
 
 
 class SQLiteStore:
@@ -469,10 +506,13 @@ class SQLiteStore:
         messages: Sequence[Message],
         token_counts: Sequence[int] | None,
         known: dict[tuple[Any, ...], int] | None = None,
+        *,
+        count: bool = True,
     ) -> list[tuple[int, tuple[Any, ...]]]:
         """Encode and count outside the write transaction (it holds the lock meanwhile).
         ``known`` maps already-stored rows (their column values) to their token count, so a
-        published window does not re-tokenize the tail it kept."""
+        published window does not re-tokenize the tail it kept.  ``count=False`` leaves the
+        counts at 0 for a caller that counts elsewhere (:class:`_BackgroundCount`)."""
         if isinstance(messages, dict | str | bytes):
             raise StoreError("messages must be a list of message objects")
         if token_counts is not None and len(token_counts) != len(messages):
@@ -480,7 +520,9 @@ class SQLiteStore:
         prepared = []
         for index, message in enumerate(messages):
             values = encode_message(message, index).values
-            if token_counts is None:
+            if token_counts is None and not count:
+                tokens = 0
+            elif token_counts is None:
                 stored = known.get(values) if known else None
                 tokens = stored if stored is not None else self._count(message)
             else:
@@ -509,7 +551,13 @@ class SQLiteStore:
         session_id: str,
         prepared: list[tuple[int, tuple[Any, ...]]],
         now: float,
+        *,
+        count_later: Sequence[Message] | None = None,
     ) -> list[int]:
+        """Insert ``prepared`` rows in order; returns their ids.  With ``count_later`` the
+        rows were prepared with a count of 0: their messages are counted on a worker thread
+        while the one ``INSERT … SELECT`` runs (it releases the GIL for the whole FTS sync;
+        starting earlier would make every staged row wait for the GIL), then set here."""
         if not prepared:
             return []
         start = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
@@ -517,16 +565,23 @@ class SQLiteStore:
         conn.executemany(
             _STAGE_MESSAGE, ((i, tokens, *values) for i, (tokens, values) in enumerate(prepared))
         )
+        counting = None
+        if count_later is not None:
+            counting = _BackgroundCount(SQLiteStore._count, count_later)
         conn.execute(_MOVE_STAGED, (session_id, now))
         conn.execute("DELETE FROM temp.message_stage")
         end = conn.execute("SELECT max(id) FROM messages").fetchone()[0]
         if end - start == len(prepared):
-            return list(range(start + 1, end + 1))
-        rows = conn.execute(  # rowids were not consecutive (only near the 2**63 limit)
-            "SELECT id FROM messages WHERE session_id = ? AND id > ? ORDER BY id",
-            (session_id, start),
-        ).fetchall()
-        return [r[0] for r in rows]
+            ids = list(range(start + 1, end + 1))
+        else:
+            rows = conn.execute(  # rowids were not consecutive (only near the 2**63 limit)
+                "SELECT id FROM messages WHERE session_id = ? AND id > ? ORDER BY id",
+                (session_id, start),
+            ).fetchall()
+            ids = [r[0] for r in rows]
+        if counting is not None:
+            conn.executemany(_SET_TOKEN_COUNT, zip(counting.result(), ids, strict=True))
+        return ids
 
     @_errors("appending messages")
     def append_messages(
@@ -535,7 +590,13 @@ class SQLiteStore:
         messages: Sequence[Message],
         token_counts: Sequence[int] | None = None,
     ) -> list[int]:
-        prepared = self._prepare(messages, token_counts)
+        count_later = (
+            token_counts is None
+            and not isinstance(messages, dict | str | bytes)
+            and len(messages) >= _BACKGROUND_COUNT_MIN
+            and (os.cpu_count() or 1) > 1
+        )
+        prepared = self._prepare(messages, token_counts, count=not count_later)
         now = time.time()
         with self._tx() as conn:
             cur = conn.execute(
@@ -545,7 +606,9 @@ class SQLiteStore:
             )
             if cur.rowcount == 0:
                 raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
-            return self._insert(conn, session_id, prepared, now)
+            return self._insert(
+                conn, session_id, prepared, now, count_later=messages if count_later else None
+            )
 
     @_errors("reading the window")
     def active_messages(self, session_id: str) -> list[Message]:
