@@ -39,7 +39,7 @@ from hermes_host import SelectRequest, SelectResult, hookimpl
 from hermes_host.config import parse_engine_options
 from hermes_host.messages import check_invariants, is_summary, normalize_alternation, text_of
 from hermes_host.models import Message
-from hermes_host.redact import contains_secret, redact
+from hermes_host.redact import REDACTED, contains_secret, redact
 from hermes_host.tokens import count_messages
 from hermes_topic_router.text import cosine, names, tfidf, tokens
 
@@ -66,6 +66,7 @@ _REQUESTS_KEPT = 24  # recent requests per topic, compared one by one
 _REQUEST_TERMS = 40  # terms kept per request
 _DIGEST_KEPT = 6  # request excerpts kept per topic (its digest)
 _DIGEST_CHARS = 160  # of each excerpt
+_REDACTED_STEM = REDACTED.rstrip("]")  # a name cut at the marker's "]" (a URL)
 
 
 class TopicRouterOptionsError(ValueError):
@@ -516,7 +517,10 @@ class TopicRouter:
         counts: Counter[str] = Counter()
         for seg in omitted:
             for message in messages[seg.start : seg.end]:
-                counts.update(set(names(text_of(message)[:_REPLY_CHARS])))
+                # Names come from the redacted text: a bare hex id is a commit hash or the
+                # value of an ``API_KEY=`` line, and only the line's context tells which.
+                text = redact(text_of(message)[:_REPLY_CHARS])
+                counts.update(n for n in set(names(text)) if _REDACTED_STEM not in n)
         ranked = sorted(counts, key=lambda n: (-counts[n], n))
         shown = [n for n in ranked if n not in kept_text and not contains_secret(n)]
         return shown[: self.options.note_names]

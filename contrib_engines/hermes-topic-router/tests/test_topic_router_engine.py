@@ -324,6 +324,20 @@ def test_note_names_cover_commit_hashes_urls_and_camel_case_and_stay_bounded():
     assert len(listed.split(".")[0].split(", ")) == 5
 
 
+def test_note_never_lists_a_secret_of_a_left_out_turn_R_7_1():
+    """A bare hex value is a name only where it is not a credential: the note's names come
+    from the redacted text (an ``API_KEY=`` value, a password in a URL never appear)."""
+    key = "3f9a2b7c8d1e4f5a6b7c8d9e0f1a2b3c"
+    css = CSS[0] + (
+        f" Set API_KEY={key} for the font service at https://bob:hunter2secret@fonts.example.com/v1"
+        " and revert 04fff71 if the header breaks."
+    )
+    _, _, results = _drive(TopicRouter(), [DB[0], css, DB[1], DB[2]])
+    note = text_of(results[-1].messages[-1]).split(NOTE_END)[0]
+    assert "04fff71" in note.split("They mention:")[1]
+    assert key not in note and "hunter2secret" not in note and "REDACTED" not in note
+
+
 def test_swapped_in_branch_brings_its_own_digest_of_requests_not_shown():
     """The branch's own summary: excerpts of its requests the sent window no longer holds
     (here dropped for budget), newest last."""
