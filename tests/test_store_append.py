@@ -4,7 +4,9 @@ the stored counts, their order and the indexes are the same as on the one-at-a-t
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from store_helpers import conversation
@@ -15,13 +17,13 @@ from hermes_host.tokens import count_message
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> StateStore:
+def store(tmp_path: Path) -> Iterator[StateStore]:
     opened = open_store(tmp_path / "state.db")
     yield opened
     opened.close()
 
 
-def _big_window() -> list[dict]:
+def _big_window() -> list[dict[str, Any]]:
     window = conversation(40, tag="bulk")
     # Distinct lengths, so a count written to the wrong row cannot go unnoticed.
     for i, message in enumerate(window):
