@@ -42,7 +42,7 @@ from hermes_host.messages import is_summary, text_of
 from hermes_host.models import Message
 from hermes_host.redact import contains_secret, redact
 from hermes_host.tokens import count_messages, count_text
-from hermes_retrieval.query import SearchTerm, extract_terms, names_in
+from hermes_retrieval.query import SearchTerm, extract_terms, names_in, strip_reference_blocks
 
 __all__ = [
     "BLOCK_END",
@@ -182,8 +182,11 @@ class Retrieval:
         tool_target = message.get("role") == "tool"
         # In tool mode the block follows the newest tool result; it is computed once per
         # window epoch (until the window is rewritten again), like a user turn's.
-        incoming = "" if tool_target else text_of(message)
-        turn_key = "tool" if tool_target else _digest(incoming)
+        typed = "" if tool_target else text_of(message)
+        turn_key = "tool" if tool_target else _digest(typed)
+        # The query comes from the user's own words: reference blocks an earlier engine of
+        # the chain put into the message (the topic router's note) are not the request.
+        incoming = strip_reference_blocks(typed)
         prefix_n = min(len(messages), _PREFIX_MESSAGES)
         prefix_key = _prefix_digest(messages, prefix_n)
         cached = state.get("block")
@@ -210,14 +213,14 @@ class Retrieval:
 
         start = 0 if tool_target else target + 1
         recent = [
-            text_of(m)[:_RECENT_CHARS]
+            strip_reference_blocks(text_of(m))[:_RECENT_CHARS]
             for m in reversed(messages[max(start, len(messages) - opts.recent_messages) :])
             if m.get("role") != "system" and not is_summary(m)
         ]
         if not tool_target and len(recent) < opts.recent_messages:
             before = messages[max(0, target - (opts.recent_messages - len(recent))) : target]
             recent += [
-                text_of(m)[:_RECENT_CHARS]
+                strip_reference_blocks(text_of(m))[:_RECENT_CHARS]
                 for m in reversed(before)
                 if m.get("role") != "system" and not is_summary(m)
             ]
