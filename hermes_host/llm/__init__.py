@@ -17,6 +17,7 @@ from hermes_host.llm.anthropic_summarizer import (
     MissingAPIKeyError,
 )
 from hermes_host.llm.base import (
+    SUMMARY_SECTIONS,
     PermanentSummaryError,
     Summarizer,
     SummaryError,
@@ -28,6 +29,7 @@ from hermes_host.models import SummarizerSettings
 
 __all__ = [
     "API_KEY_ENV",
+    "SUMMARY_SECTIONS",
     "AnthropicSummarizer",
     "FallbackSummarizer",
     "MissingAPIKeyError",

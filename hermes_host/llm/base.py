@@ -19,12 +19,31 @@ from typing import Protocol, runtime_checkable
 from hermes_host.models import Message
 
 __all__ = [
+    "SUMMARY_SECTIONS",
     "PermanentSummaryError",
     "Summarizer",
     "SummaryError",
     "SummaryJob",
     "TransientSummaryError",
 ]
+
+
+SUMMARY_SECTIONS: tuple[str, ...] = (
+    "Historical Task Snapshot",
+    "Goal",
+    "Constraints & Preferences",
+    "Completed Actions",
+    "Active State",
+    "Blocked",
+    "Key Decisions",
+    "Resolved Questions",
+    "Relevant Files",
+    "Critical Context",
+    "Pruned Skills",
+)
+"""The eleven sections of a summary, in order (R-7.2); each is a ``## <name>`` heading.
+
+Summarisers write them, engines check them: this tuple is the one definition both use."""
 
 
 @dataclass

@@ -46,7 +46,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_host.llm.base import SummaryJob
+from hermes_host.llm.base import SUMMARY_SECTIONS, SummaryJob
 from hermes_host.messages import LEGACY_SUMMARY_PREFIX, SUMMARY_PREFIX, is_summary, text_of
 from hermes_host.models import Message
 from hermes_host.redact import REDACTED, redact, redact_messages
@@ -62,19 +62,7 @@ __all__ = [
     "parse_sections",
 ]
 
-SECTIONS = (
-    "Historical Task Snapshot",
-    "Goal",
-    "Constraints & Preferences",
-    "Completed Actions",
-    "Active State",
-    "Blocked",
-    "Key Decisions",
-    "Resolved Questions",
-    "Relevant Files",
-    "Critical Context",
-    "Pruned Skills",
-)
+SECTIONS = SUMMARY_SECTIONS
 
 CRON_GOAL = "[Historical cron/agent objective inferred only from assistant and tool activity]"
 NO_USER_QUESTIONS = "None. No user-authored questions exist."

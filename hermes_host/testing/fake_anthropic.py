@@ -46,23 +46,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from hermes_host.llm.base import SUMMARY_SECTIONS
+
 __all__ = ["SECTION_HEADINGS", "Behaviour", "FakeAnthropic", "RecordedRequest"]
 
 Behaviour = str | dict[str, Any]
 
-SECTION_HEADINGS = (
-    "## Historical Task Snapshot",
-    "## Goal",
-    "## Constraints & Preferences",
-    "## Completed Actions",
-    "## Active State",
-    "## Blocked",
-    "## Key Decisions",
-    "## Resolved Questions",
-    "## Relevant Files",
-    "## Critical Context",
-    "## Pruned Skills",
-)
+SECTION_HEADINGS = tuple(f"## {name}" for name in SUMMARY_SECTIONS)
 
 CREDIT_MESSAGE = (
     "Your credit balance is too low to access the Anthropic API. "

@@ -12,6 +12,7 @@ import datetime as _dt
 import json
 from collections.abc import Sequence
 
+from hermes_host.llm.base import SUMMARY_SECTIONS
 from hermes_host.messages import text_of
 from hermes_host.models import Message
 from hermes_host.redact import redact
@@ -39,41 +40,39 @@ PREAMBLE = (
 CRON_GOAL = "[Historical cron/agent objective inferred only from assistant and tool activity]"
 CRON_QUESTIONS = "None. No user-authored questions exist."
 
-SECTIONS: tuple[tuple[str, str], ...] = (
-    (
-        "## Historical Task Snapshot",
-        "The user's request(s), copied verbatim from the source. Do not write 'User asked:'.",
+_HINTS: dict[str, str] = {
+    "Historical Task Snapshot": (
+        "The user's request(s), copied verbatim from the source. Do not write 'User asked:'."
     ),
-    ("## Goal", "The objective being pursued."),
-    (
-        "## Constraints & Preferences",
+    "Goal": "The objective being pursued.",
+    "Constraints & Preferences": (
         "Runtime, configuration and technical constraints stated in the source only; never "
-        "invent user preferences.",
+        "invent user preferences."
     ),
-    (
-        "## Completed Actions",
+    "Completed Actions": (
         "A numbered list, one line each: `N. ACTION target — outcome [tool: name]`, with file "
-        "paths, commands, line numbers and results.",
+        "paths, commands, line numbers and results."
     ),
-    (
-        "## Active State",
-        "Working directory, branch, changed files, test status, running processes.",
-    ),
-    ("## Blocked", "Unresolved blockers with the exact error messages."),
-    ("## Key Decisions", "Technical decisions and the reasons for them."),
-    ("## Resolved Questions", "Questions already answered, with the answers."),
-    ("## Relevant Files", "Files read, changed or created, each with a short note."),
-    (
-        "## Critical Context",
+    "Active State": "Working directory, branch, changed files, test status, running processes.",
+    "Blocked": "Unresolved blockers with the exact error messages.",
+    "Key Decisions": "Technical decisions and the reasons for them.",
+    "Resolved Questions": "Questions already answered, with the answers.",
+    "Relevant Files": "Files read, changed or created, each with a short note.",
+    "Critical Context": (
         "Concrete values, errors and settings that could not be recovered if lost; credentials "
-        "as [REDACTED].",
+        "as [REDACTED]."
     ),
-    (
-        "## Pruned Skills",
+    "Pruned Skills": (
         "Copy every `[SKILL_PRUNED: ...]` marker from the input verbatim, one per line; never "
-        "paraphrase them (they tell the agent which skills must be reloaded before use).",
+        "paraphrase them (they tell the agent which skills must be reloaded before use)."
     ),
+}
+
+SECTIONS: tuple[tuple[str, str], ...] = tuple(
+    (f"## {name}", _HINTS[name]) for name in SUMMARY_SECTIONS
 )
+"""The eleven sections of R-7.2, in the order of ``hermes_host.llm.SUMMARY_SECTIONS``,
+each with the instruction the summariser gets."""
 
 _FIRST_ROUND = (
     "Create a structured checkpoint summary of the conversation turns below, using exactly "

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hermes_host.llm.base import SummaryJob
+from hermes_host.llm.base import SUMMARY_SECTIONS, SummaryJob
 from hermes_host.messages import normalize_alternation, repair_tool_pairs, text_of
 from hermes_host.models import (
     CompressionSettings,
@@ -22,19 +22,7 @@ from hermes_host.models import (
 
 from hermes_compressor import Compressor
 
-SECTIONS = (
-    "## Historical Task Snapshot",
-    "## Goal",
-    "## Constraints & Preferences",
-    "## Completed Actions",
-    "## Active State",
-    "## Blocked",
-    "## Key Decisions",
-    "## Resolved Questions",
-    "## Relevant Files",
-    "## Critical Context",
-    "## Pruned Skills",
-)
+SECTIONS = tuple(f"## {name}" for name in SUMMARY_SECTIONS)
 
 
 def transcripts_dir() -> Path:
