@@ -457,12 +457,14 @@ class Session:
         self.last_select: list[dict[str, Any]] = []
         self.last_prompt_tokens: int | None = None
         self._last_base: tuple[int, list[str]] | None = None
+        self._last_base_messages: list[Message] = []
         self.events: list[str] = []
         self.on_event: Callable[[str], None] | None = None
         """Called with each user-facing line the moment it happens — e.g. the R-10.4
         "Compacting context" marker *before* the summariser runs, so a front end can show a
         "Summarizing…" state instead of a silent pause.  Exceptions it raises are ignored."""
         self._window_cache: tuple[tuple[int, int], list[Message], int] | None = None
+        self._window_counts: list[int] = []  # per message of the cached window
 
     # -- adding messages ----------------------------------------------------------------
 
@@ -507,7 +509,10 @@ class Session:
     def window(self) -> list[Message]:
         """System prompt + normalised window, ``_`` metadata kept (what engines receive).
 
-        Cached until the window changes; treat the returned messages as read-only."""
+        Cached until the window changes; treat the returned messages as read-only.  The
+        session never edits a stored message in place (it appends, or a compression
+        replaces the window), so per-message token counts and the R-1.3 canonical forms are
+        reused for messages equal to last turn's, and only new messages cost work."""
         key = (len(self._window), self.compression_epoch)
         if self._window_cache is None or self._window_cache[0] != key:
             merged, fixes, merges = list(self._window), 0, 0
@@ -520,8 +525,23 @@ class Session:
                 [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
             )
             built = head + merged
-            self._window_cache = (key, built, self.host.tokens.count_all(built))
+            self._window_cache = (key, built, self._count_window(built))
         return list(self._window_cache[1])
+
+    def _count_window(self, built: list[Message]) -> int:
+        """Tokens of ``built``, recounting only what changed since the last window: the
+        unchanged prefix keeps its counts, so a turn costs O(new messages) in tokenising
+        (equality of unchanged messages is a cheap identity-first comparison)."""
+        previous = self._window_cache[1] if self._window_cache is not None else []
+        same = 0
+        for old, new in zip(previous, built, strict=False):
+            if old != new:
+                break
+            same += 1
+        counts = self._window_counts[:same]
+        counts.extend(self.host.tokens.count(m) for m in built[same:])
+        self._window_counts = counts
+        return sum(counts)
 
     @property
     def window_tokens(self) -> int:
@@ -533,7 +553,17 @@ class Session:
     def _check_cache(self, base: list[Message]) -> bool:
         """R-1.3: the previous base (minus its open final message) must be a byte-identical
         prefix of ``base`` unless a compression was committed in between."""
-        canon = [_canonical(m) for m in base]
+        # A message equal to the one at the same place last time has the same canonical
+        # form: reuse it, so the check serialises only what is new this turn.
+        previous = self._last_base[1] if self._last_base is not None else []
+        canon = [
+            previous[i]
+            if i < len(previous) and i < len(self._last_base_messages)
+            and m == self._last_base_messages[i]
+            else _canonical(m)
+            for i, m in enumerate(base)
+        ]
+        self._last_base_messages = base
         ok = True
         if self._last_base is not None and self._last_base[0] == self.compression_epoch:
             prev = self._last_base[1]
