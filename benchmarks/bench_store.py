@@ -104,6 +104,14 @@ def bench_append(root: Path, corpus: Corpus, total: int, batch: int) -> dict[str
             started = time.perf_counter()
             store.append_messages(sessions[label], chunk, token_counts=counts)
             spent[label] += time.perf_counter() - started
+    # Batches this size leave substring indexing to a catch-up (schema v2): time it too, so
+    # the table shows the whole cost, not only the part the appending caller waits for.
+    catch_up = {}
+    for label, store in stores.items():
+        assert isinstance(store, SQLiteStore)
+        started = time.perf_counter()
+        store.index_pending()
+        catch_up[label] = time.perf_counter() - started
     for store in stores.values():
         store.close()
     started = time.perf_counter()
@@ -113,6 +121,8 @@ def bench_append(root: Path, corpus: Corpus, total: int, batch: int) -> dict[str
     return {
         "counted": total / spent["counted"],
         "precounted": total / spent["pre"],
+        "catch_up": 2 * total / sum(catch_up.values()),
+        "with_catch_up": total / (spent["counted"] + catch_up["counted"]),
         "store_us": spent["pre"] / total * 1e6,
         "count_us": counting / total * 1e6,
         "chars": sum(len(m["content"]) for m in messages) / total,
@@ -147,6 +157,8 @@ def build_large(path: Path, corpus: Corpus, total: int, per_session: int = 1000)
         ((f"s{min(i // per_session, sessions - 1):07d}", roles[i % 4], text(1 + i % 2))
          for i in range(total)),
     )
+    # the trigram index's content view holds the rows up to its mark: move it first
+    conn.execute("UPDATE trigram_progress SET indexed_through = (SELECT max(id) FROM messages)")
     conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')")
     conn.execute("INSERT INTO messages_fts_trigram(messages_fts_trigram) VALUES ('rebuild')")
     conn.execute(trigger_sql)
@@ -195,6 +207,7 @@ def bench_publish(root: Path, corpus: Corpus, size: int, reps: int) -> dict[str,
                                "_compressed_summary": True}, *history[-40:]]
                 else:
                     window = history
+                store.index_pending()  # steady state: the history's bulk append caught up
                 lease = store.acquire_lease(session.id)
                 assert isinstance(lease, Lease)
                 started = time.perf_counter()
@@ -239,6 +252,10 @@ def main(argv: list[str] | None = None) -> int:
         f"store counts tokens | {append['counted']:,.0f} msg/s | ≥ 20,000 msg/s |\n")
     out(f"| bulk append, caller passes token_counts | {append['precounted']:,.0f} msg/s | "
         "≥ 20,000 msg/s |\n")
+    out(f"| trigram catch-up after bulk appends (`index_pending`) | {append['catch_up']:,.0f} "
+        "msg/s | — |\n")
+    out(f"| bulk append + its catch-up, store counts tokens | {append['with_catch_up']:,.0f} "
+        "msg/s | (whole cost) |\n")
     for label, samples in queries.items():
         out(f"| search p50 / p99 — {label} | {percentile(samples, 50):.1f} / "
             f"{percentile(samples, 99):.1f} ms | p50 ≤ 10 ms |\n")
@@ -247,12 +264,17 @@ def main(argv: list[str] | None = None) -> int:
         out(f"| publish {label}, {args.publish_size:,}-message session | {ms:.0f} ms | "
             f"{target} |\n")
     out(f"\nAppend cost per message: {append['store_us']:.0f} µs in the store (encoding, "
-        "staging, porter + trigram FTS sync; the trigram index is most of it) plus "
+        "staging, porter FTS sync) plus "
         f"{append['count_us']:.0f} µs of tiktoken counting when the caller passes no "
-        "token_counts.  ")
+        "token_counts (on a second core for large batches).  Batches of 256 or more leave the "
+        "trigram (substring) index to a catch-up: the next small writes index up to 1,000 "
+        "waiting rows each, `index_pending()` (run by `sessions import`) does the rest, and "
+        "search scans the waiting rows meanwhile.  ")
     out(f"Search latency includes the bookends (2 messages either side of each of up to 10 "
         f"hits); {args.queries} queries per row.  Publish figures are medians of {args.reps} "
-        "runs and include encoding, token counting, the lease check and the FTS sync.\n")
+        "runs and include encoding, token counting, the lease check and the FTS sync, with the "
+        "trigram index caught up beforehand (a publish right after a bulk write also indexes "
+        "up to 1,000 waiting rows).\n")
     return 0
 
 

@@ -11,6 +11,7 @@ from store_helpers import compressed_window, conversation, transcripts_dir
 
 from hermes_host.cli import cli
 from hermes_host.store import Lease, open_store
+from hermes_host.store.sqlite import DEFER_TRIGRAM_MIN
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> Result:
@@ -184,7 +185,7 @@ def test_real_transcripts_import_and_export_verbatim(tmp_path: Path) -> None:
     if not files:
         pytest.skip(f"no transcripts in {folder} (set HERMES_HOST_TRANSCRIPTS)")
     db = tmp_path / "state.db"
-    imported = 0
+    imported = largest = 0
     for path in files[:6]:
         result = run("sessions", "import", str(path), "--store", str(db), "--json")
         if result.exit_code != 0:  # a messy transcript must fail cleanly, naming a line
@@ -196,9 +197,12 @@ def test_real_transcripts_import_and_export_verbatim(tmp_path: Path) -> None:
                     if line.strip()]
         assert [json.loads(line) for line in exported.output.splitlines()] == original
         imported += 1
+        largest = max(largest, len(original))
     assert imported >= 3
     store = open_store(db)
     assert store.session_search("the", limit=3)
+    # some transcripts are long enough to be a bulk write; import indexes them before exiting
+    assert largest >= DEFER_TRIGRAM_MIN and store.pending_index_rows() == 0
     store.close()
 
 

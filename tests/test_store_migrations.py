@@ -1,8 +1,9 @@
 """Versioned migrations and failure modes of the store file (R-9, R-1.2).
 
-Only schema version 1 has shipped, so there is no earlier real version to migrate from; the
-migration *mechanism* (ordered list, one transaction, backup first, refusal of a newer
-version, rollback on failure) is tested by appending a genuine extra step to the list.
+The migration *mechanism* (ordered list, one transaction, backup first, refusal of a newer
+version, rollback on failure) is tested here by appending a genuine extra step to the list;
+the one real upgrade so far (version 1 → 2, the trigram catch-up) is tested with its
+behaviour in ``test_store_trigram_catchup.py``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ EXPECTED_OBJECTS = {
     ("table", "messages_fts"),
     ("table", "messages_fts_trigram"),
     ("table", "compression_locks"),
+    ("table", "trigram_progress"),
     ("table", "engine_state"),
     ("view", "messages_fts_trigram_source"),
     ("trigger", "messages_fts_insert"),

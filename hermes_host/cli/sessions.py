@@ -27,6 +27,7 @@ from hermes_host.store import (
     StoreError,
     open_store,
 )
+from hermes_host.store.sqlite import SQLiteStore
 
 from .config_cmd import config_option, load_config_or_fail
 from .config_cmd import console as make_console
@@ -391,6 +392,8 @@ def import_cmd(
         session = store.create_session(title=title, source=source, model=model, cwd=cwd,
                                        system_prompt=system_prompt)
         ids = store.append_messages(session.id, messages)
+        if isinstance(store, SQLiteStore):
+            store.index_pending()  # a bulk write leaves substring indexing for later: do it now
     except StoreError as exc:
         fail(exc)
     finally:

@@ -145,8 +145,64 @@ CREATE TABLE engine_state (
 ) WITHOUT ROWID;
 """
 
+_V2 = """
+-- The substring (trigram) index follows the word index instead of being written row by row
+-- with it: it costs 4x the word index per message, and a bulk append (an import, a large
+-- publish) should not pay it inside its transaction.  Rows with id <= indexed_through are in
+-- messages_fts_trigram; newer ones are indexed by a later write (SQLiteStore._catch_up) and
+-- found by a scan in the meantime, so a committed row is searchable by substring at once.
+CREATE TABLE trigram_progress (
+    id              INTEGER PRIMARY KEY CHECK (id = 1),
+    indexed_through INTEGER NOT NULL
+);
+INSERT INTO trigram_progress (id, indexed_through)
+    SELECT 1, coalesce(max(id), 0) FROM messages;
+
+-- The index's content is exactly what it has indexed, so FTS5's integrity-check and rebuild
+-- stay meaningful while rows wait above the mark.
+DROP VIEW messages_fts_trigram_source;
+CREATE VIEW messages_fts_trigram_source AS
+    SELECT id, content FROM messages
+    WHERE role <> 'tool' AND id <= (SELECT indexed_through FROM trigram_progress);
+
+-- A row above the mark is not in the trigram index: deleting it there would corrupt it.  A
+-- row inserted at or below the mark (an id reused after the newest row was deleted) is
+-- indexed at once, since catching up only looks above the mark.
+DROP TRIGGER messages_fts_insert;
+CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts(rowid, content, tool_name, tool_calls)
+        VALUES (new.id, new.content, new.tool_name, new.tool_calls);
+    INSERT INTO messages_fts_trigram(rowid, content)
+        SELECT new.id, new.content WHERE new.role <> 'tool'
+        AND new.id <= (SELECT indexed_through FROM trigram_progress);
+END;
+DROP TRIGGER messages_fts_delete;
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content, tool_name, tool_calls)
+        VALUES ('delete', old.id, old.content, old.tool_name, old.tool_calls);
+    INSERT INTO messages_fts_trigram(messages_fts_trigram, rowid, content)
+        SELECT 'delete', old.id, old.content WHERE old.role <> 'tool'
+        AND old.id <= (SELECT indexed_through FROM trigram_progress);
+END;
+DROP TRIGGER messages_fts_update;
+CREATE TRIGGER messages_fts_update AFTER UPDATE OF content, role, tool_name, tool_calls
+ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content, tool_name, tool_calls)
+        VALUES ('delete', old.id, old.content, old.tool_name, old.tool_calls);
+    INSERT INTO messages_fts(rowid, content, tool_name, tool_calls)
+        VALUES (new.id, new.content, new.tool_name, new.tool_calls);
+    INSERT INTO messages_fts_trigram(messages_fts_trigram, rowid, content)
+        SELECT 'delete', old.id, old.content WHERE old.role <> 'tool'
+        AND old.id <= (SELECT indexed_through FROM trigram_progress);
+    INSERT INTO messages_fts_trigram(rowid, content)
+        SELECT new.id, new.content WHERE new.role <> 'tool'
+        AND new.id <= (SELECT indexed_through FROM trigram_progress);
+END;
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, messages, FTS5 (porter + trigram), compression_locks", _V1),
+    Migration(2, "the trigram index catches up after bulk writes (trigram_progress)", _V2),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1].version

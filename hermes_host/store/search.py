@@ -8,6 +8,10 @@ a literal phrase, so no operator can be injected.
 Order of attempts: all words (porter, BM25); if nothing, any word; if still nothing, the
 text as a literal substring (trigram).  Each hit comes with the messages just before and
 after it in its session (the goal → hit → conclusion bookends).
+
+The trigram index may lag behind the newest rows after a bulk write (schema v2,
+``trigram_progress``): rows above its mark are matched by a scan that folds case as the
+trigram tokenizer does, so what was committed is always found.
 """
 
 from __future__ import annotations
@@ -24,10 +28,13 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "MAX_TERMS",
     "RANK_CAP",
+    "catch_up_trigram",
     "clean_query",
+    "pending_trigram_rows",
     "porter_query",
+    "register_functions",
     "run_search",
-    "trigram_query",
+    "substring_needle",
 ]
 
 BOOKEND_MESSAGES = 2
@@ -39,6 +46,9 @@ MAX_QUERY_CHARS = 1_000
 """Longer queries are cut: a 10 KB query is a paste, not a search."""
 MAX_TERMS = 16
 _WORD = re.compile(r"\w+", re.UNICODE)
+_SCAN_SCORE = -1e6
+"""Scores (lower is better) of substring hits found by scanning rows the trigram index has
+not reached yet: they are the newest rows, listed before the index's BM25-ranked hits."""
 
 
 def clean_query(query: str) -> str:
@@ -67,12 +77,82 @@ def porter_query(query: str, *, any_term: bool = False) -> str | None:
     return (" OR " if any_term else " ").join(_quote(t) for t in terms)
 
 
-def trigram_query(query: str) -> str | None:
-    """A literal substring query for the trigram index; ``None`` under 3 characters."""
+def substring_needle(query: str) -> str | None:
+    """The literal text a substring search looks for; ``None`` under 3 characters (the
+    trigram index cannot match less)."""
     text = clean_query(query)[:200]
-    if len(text) < 3:
-        return None
-    return _quote(text)
+    return text if len(text) >= 3 else None
+
+
+def _folded_contains(content: object, needle: object) -> bool:
+    return isinstance(content, str) and isinstance(needle, str) and needle in content.lower()
+
+
+def register_functions(conn: sqlite3.Connection) -> None:
+    """SQL functions the search needs on every connection: ``hermes_folded_contains(text,
+    needle)`` is a Unicode case-folded substring test (SQLite's ``lower()`` folds ASCII only,
+    the trigram tokenizer folds all of Unicode)."""
+    conn.create_function("hermes_folded_contains", 2, _folded_contains, deterministic=True)
+
+
+# -- the trigram index's catch-up (schema v2) -------------------------------------------------
+
+
+def _trigram_mark(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT indexed_through FROM trigram_progress").fetchone()[0])
+
+
+def pending_trigram_rows(conn: sqlite3.Connection) -> int:
+    """Messages above the trigram index's mark (tool rows included: the mark passes them)."""
+    mark = _trigram_mark(conn)
+    return int(conn.execute("SELECT count(*) FROM messages WHERE id > ?", (mark,)).fetchone()[0])
+
+
+def catch_up_trigram(conn: sqlite3.Connection, budget: int) -> int:
+    """Index up to ``budget`` messages above the mark, oldest first, and move the mark past
+    them; returns how many messages the mark passed.  Run inside the caller's write
+    transaction: the index rows and the mark commit together or not at all."""
+    mark = _trigram_mark(conn)
+    bound = conn.execute(
+        "SELECT id FROM messages WHERE id > ? ORDER BY id LIMIT 1 OFFSET ?",
+        (mark, max(0, budget - 1)),
+    ).fetchone()
+    if bound is None:
+        bound = conn.execute("SELECT max(id) FROM messages WHERE id > ?", (mark,)).fetchone()
+        if bound is None or bound[0] is None:
+            return 0
+    upper = int(bound[0])
+    conn.execute(
+        "INSERT INTO messages_fts_trigram(rowid, content) SELECT id, content FROM messages "
+        "WHERE id > ? AND id <= ? AND role <> 'tool' ORDER BY id",
+        (mark, upper),
+    )
+    passed = conn.execute(
+        "SELECT count(*) FROM messages WHERE id > ? AND id <= ?", (mark, upper)
+    ).fetchone()[0]
+    conn.execute("UPDATE trigram_progress SET indexed_through = ?", (upper,))
+    return int(passed)
+
+
+def scan_pending(
+    conn: sqlite3.Connection, needle: str, mark: int, scope: list[str] | None, limit: int
+) -> list[int]:
+    """Newest-first ids of non-tool rows above ``mark`` that contain ``needle`` (case-folded
+    like the trigram tokenizer)."""
+    folded = needle.lower()
+    # SQLite's lower() folds ASCII only, which is enough for an ASCII needle (and keeps the
+    # scan in C); any other needle goes through the Unicode-aware function.
+    if folded.isascii():
+        test = "instr(lower(content), ?) > 0"
+    else:
+        test = "hermes_folded_contains(content, ?)"
+    sql = f"SELECT id FROM messages WHERE id > ? AND role <> 'tool' AND {test}"
+    params: list[Any] = [mark, folded]
+    if scope is not None:
+        sql += f" AND session_id IN ({', '.join('?' * len(scope))})"
+        params += scope
+    sql += " ORDER BY id DESC LIMIT ?"
+    return [int(r[0]) for r in conn.execute(sql, [*params, limit])]
 
 
 def scope_range(conn: sqlite3.Connection, scope: list[str]) -> tuple[int, int] | None:
@@ -162,12 +242,17 @@ def run_search(
             if any_words != words and any_words is not None:
                 found = match(conn, "messages_fts", any_words, scope, limit)
         ranked.update(found)
-    substring = trigram_query(query)
+    needle = substring_needle(query)
     # The substring index answers what words cannot (partial identifiers, CJK, paths).
     # A long trigram phrase intersects many posting lists, so it runs only when the word
     # index found nothing — a word hit is the better answer anyway.
-    if substring is not None and not ranked:
-        for rowid, score in match(conn, "messages_fts_trigram", substring, scope, limit):
+    if needle is not None and not ranked:
+        # The mark is read before the index is queried: rows indexed in between are then
+        # found twice (and deduplicated), never missed.
+        mark = _trigram_mark(conn)
+        for position, rowid in enumerate(scan_pending(conn, needle, mark, scope, limit)):
+            ranked[rowid] = _SCAN_SCORE + position  # newest rows, not yet indexed, first
+        for rowid, score in match(conn, "messages_fts_trigram", _quote(needle), scope, limit):
             if rowid not in ranked and len(ranked) < limit:
                 ranked[rowid] = 1000.0 + score  # after every porter hit, in trigram order
     if not ranked:

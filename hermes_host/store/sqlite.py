@@ -49,7 +49,13 @@ from hermes_host.store.codec import (
 from hermes_host.store.ids import holder_is_dead, make_holder, new_session_id
 from hermes_host.store.recap import format_recap
 from hermes_host.store.schema import migrate
-from hermes_host.store.search import BOOKEND_MESSAGES, run_search
+from hermes_host.store.search import (
+    BOOKEND_MESSAGES,
+    catch_up_trigram,
+    pending_trigram_rows,
+    register_functions,
+    run_search,
+)
 from hermes_host.tokens import count_message
 
 __all__ = ["SQLiteHistoryReader", "SQLiteStore"]
@@ -89,6 +95,12 @@ _TITLE_NUMBER = re.compile(r"^(.*) #(\d+)$")
 _SET_TOKEN_COUNT = "UPDATE messages SET token_count = ? WHERE id = ?"  # fires no FTS trigger
 _BACKGROUND_COUNT_MIN = 64
 """Batches at least this long are token-counted on a worker thread (see _BackgroundCount)."""
+DEFER_TRIGRAM_MIN = 256
+"""Writes of at least this many messages leave their rows to the trigram catch-up (schema v2):
+indexing ~230 trigrams per message would be most of a bulk append's time."""
+CATCH_UP_PER_WRITE = 1_000
+"""Each smaller write also indexes up to this many rows a bulk write left behind (≈50 ms), so
+the trigram index catches up over the next turns without one turn paying for an import."""
 
 
 def _translate(path: Path, exc: BaseException, action: str) -> StoreError:
@@ -221,6 +233,7 @@ class SQLiteStore:
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA temp_store = MEMORY")
             conn.execute(_CREATE_STAGE)
+            register_functions(conn)
         except BaseException:
             conn.close()
             raise
@@ -581,6 +594,8 @@ class SQLiteStore:
             ids = [r[0] for r in rows]
         if counting is not None:
             conn.executemany(_SET_TOKEN_COUNT, zip(counting.result(), ids, strict=True))
+        if len(prepared) < DEFER_TRIGRAM_MIN:
+            catch_up_trigram(conn, len(prepared) + CATCH_UP_PER_WRITE)
         return ids
 
     @_errors("appending messages")
@@ -901,6 +916,33 @@ class SQLiteStore:
         return f"{base} #{highest + 1}"
 
     # -- search -----------------------------------------------------------------------------
+
+    @_errors("indexing for substring search")
+    def index_pending(
+        self, *, batch: int = 5_000, progress: Callable[[int, int], None] | None = None
+    ) -> int:
+        """Bring the trigram (substring) index up to date; returns the rows indexed.
+
+        Bulk writes leave their rows to this catch-up (search scans them meanwhile, so
+        nothing is ever unsearchable; it is only slower).  Each ``batch`` of rows is its own
+        short write transaction, so turns in other processes are not held up behind it and an
+        interrupted run keeps what it did.  ``progress(done, total)`` is called after each.
+        """
+        total = self.pending_index_rows()
+        done = 0
+        while True:
+            with self._tx() as conn:
+                indexed = catch_up_trigram(conn, max(1, int(batch)))
+            if not indexed:
+                return done
+            done += indexed
+            if progress is not None:
+                progress(min(done, total), max(done, total))
+
+    @_errors("reading the search index state")
+    def pending_index_rows(self) -> int:
+        """Messages written but not yet in the trigram index (see :meth:`index_pending`)."""
+        return pending_trigram_rows(self._conn())
 
     @_errors("searching")
     def session_search(
