@@ -11,6 +11,7 @@ through a transaction.  Each thread gets its own connection.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import math
 import os
@@ -165,31 +166,40 @@ class _BackgroundCount:
     counting a large batch hides behind the FTS sync of its ``INSERT`` instead of adding to
     it: the rows go in with a count of 0 and get their real counts in the same transaction
     (an ``UPDATE`` of ``token_count`` fires no FTS trigger), so no committed row ever lacks
-    its count.
+    its count.  When the caller's SQL is done it takes its share of what is left to count
+    (:meth:`result`): both threads take message indexes from one shared counter.
     """
 
-    __slots__ = ("_error", "_result", "_thread")
+    __slots__ = ("_count", "_counts", "_error", "_lock", "_messages", "_next", "_thread")
 
     def __init__(self, count: Callable[[Message], int], messages: Sequence[Message]) -> None:
-        self._result: list[int] | None = None
+        self._count = count
+        self._messages = messages
+        self._counts = [0] * len(messages)
+        self._next = itertools.count()
+        self._lock = threading.Lock()
         self._error: BaseException | None = None
-        self._thread = threading.Thread(
-            target=self._run, args=(count, messages), name="hermes-store-count", daemon=True
-        )
+        self._thread = threading.Thread(target=self._work, name="hermes-store-count", daemon=True)
         self._thread.start()
 
-    def _run(self, count: Callable[[Message], int], messages: Sequence[Message]) -> None:
+    def _work(self) -> None:
+        total = len(self._messages)
         try:
-            self._result = [count(message) for message in messages]
+            while self._error is None:
+                with self._lock:
+                    index = next(self._next)
+                if index >= total:
+                    return
+                self._counts[index] = self._count(self._messages[index])
         except BaseException as exc:  # re-raised in the caller's thread by result()
             self._error = exc
 
     def result(self) -> list[int]:
+        self._work()  # the caller's thread counts what the worker has not reached yet
         self._thread.join()
         if self._error is not None:
             raise self._error
-        assert self._result is not None
-        return self._result
+        return self._counts
 
 
 class SQLiteStore:
