@@ -67,7 +67,16 @@ from hermes_host.models import (
     ShouldCompressRequest,
 )
 from hermes_host.plugins import LoadedPlugins, load_plugins
-from hermes_host.store import Deferred, Guards, LeaseLostError, StateStore, StoreError, open_store
+from hermes_host.store import (
+    Deferred,
+    Guards,
+    LeaseLostError,
+    PublishResult,
+    StateStore,
+    StoreError,
+    WindowMarker,
+    open_store,
+)
 from hermes_host.tokens import TokenCounter
 
 __all__ = [
@@ -427,6 +436,12 @@ class Session:
 
     ``id`` switches when a compression rotates the session (R-8.1); ``lineage`` lists every
     id it had.  Messages are persisted the moment they are added, so a crash loses nothing.
+
+    Several processes may hold the same conversation (gateway workers taking turns): before
+    each write and each request the session compares the store's
+    :class:`~hermes_host.store.WindowMarker` with what it wrote itself, and when another
+    process appended, compressed, rotated or undid, it takes the window from the store (and
+    follows a rotation to the new id) instead of writing to a stale one.
     """
 
     def __init__(
@@ -465,6 +480,52 @@ class Session:
         "Summarizing…" state instead of a silent pause.  Exceptions it raises are ignored."""
         self._window_cache: tuple[tuple[int, int], list[Message], int] | None = None
         self._window_counts: list[int] = []  # per message of the cached window
+        self._marker: WindowMarker = host.store.window_marker(session_id)
+
+    # -- other processes ----------------------------------------------------------------
+
+    def _sync(self) -> None:
+        """Take the window from the store if another process changed it since our last
+        write (one indexed query when nothing changed)."""
+        marker = self.host.store.window_marker(self.id)
+        if marker != self._marker:
+            self._follow(marker)
+
+    def _follow(self, marker: WindowMarker) -> None:
+        host, store = self.host, self.host.store
+        previous = self.id
+        window = store.active_messages(marker.session_id)
+        if window and window[0].get("role") == "system":
+            window = window[1:]  # stored by an import or an older front end: not the window
+        row = store.get_session(marker.session_id)
+        rewritten = window[: len(self._window)] != self._window
+        self.id = row.id
+        self.title = row.title or self.title
+        self.compression_count = row.compression_count
+        if self.id != previous:
+            self.lineage = store.lineage(self.id)
+            if os.environ.get(SESSION_ENV) == previous:
+                os.environ[SESSION_ENV] = self.id
+        self._window = window
+        self._turn_start = len(window) if rewritten else min(self._turn_start, len(window))
+        if rewritten or self.id != previous:
+            self.compression_epoch += 1  # like a compression here: the R-1.3 check restarts
+        self._marker = marker
+        change = f"now session {self.id}" if self.id != previous else "same session"
+        self._emit(self.events, f"another process changed this conversation ({change}, "
+                                f"{len(window)} messages in the window); continuing from the store")
+        if self.id != previous:
+            host._broadcast("on_session_switch", SessionEvent(
+                session_id=self.id, previous_session_id=previous, reason="compression"
+            ))
+
+    def _published(self, result: PublishResult, window: list[Message]) -> None:
+        """Our own publish: the marker it leaves, without asking the store (asking could
+        absorb another process's write made in between)."""
+        last = max(result.message_ids, default=0)
+        if not last and result.session_id == self._marker.session_id:
+            last = self._marker.last_message_id
+        self._marker = WindowMarker(result.session_id, last, len(window))
 
     # -- adding messages ----------------------------------------------------------------
 
@@ -479,8 +540,10 @@ class Session:
                 "a system message cannot be added mid-session: the system prompt is frozen "
                 "for prompt caching (R-1.3); open a new session instead"
             )
-        self.host.store.append_messages(self.id, [message])
+        self._sync()
+        (new_id,) = self.host.store.append_messages(self.id, [message])
         self._window.append(message)
+        self._marker = WindowMarker(self.id, new_id, self._marker.active_count + 1)
 
     def add_user(self, content: str | list[dict[str, Any]]) -> None:
         self.add_message({"role": "user", "content": content})
@@ -585,6 +648,7 @@ class Session:
         → turn-scoped ``injections`` (used by this request only, never stored, R-2.2) →
         :func:`repair_tool_pairs` → :func:`sanitize_for_wire` (every ``_`` key removed).
         """
+        self._sync()
         base = self.window()
         self._check_cache(base)
         selected = self._select(base)
@@ -640,6 +704,7 @@ class Session:
         """Finish a turn: record usage, ask ``should_compress`` (fenced; on failure the
         host's own threshold rule decides), and run the compression pass when due."""
         host = self.host
+        self._sync()
         prompt_tokens = self._record_usage(usage)
         turn_messages = self._window[self._turn_start :]
         self._turn_start = len(self._window)
@@ -751,6 +816,7 @@ class Session:
         counters; ``focus`` favours a topic; ``keep_last_turns`` keeps exactly the last N
         user turns; ``preview`` computes the proposal without publishing it."""
         events: list[str] = []
+        self._sync()
         report = self._compression_pass(
             force=force, focus=focus, keep_last_turns=keep_last_turns, preview=preview,
             events=events,
@@ -920,6 +986,7 @@ class Session:
                     message=f"compression discarded, session unchanged: {exc}",
                 )
             previous = self.id
+            self._published(published, new_window)
             self.id = published.session_id
             if os.environ.get(SESSION_ENV) == previous:
                 os.environ[SESSION_ENV] = self.id  # the exposed id follows the rotation
@@ -1022,6 +1089,7 @@ class Session:
         past context, so the prompt-cache check restarts after it."""
         if turns < 1:
             raise ValueError("undo needs at least one turn")
+        self._sync()
         starts = [i for i, m in enumerate(self._window) if m.get("role") == "user"]
         if not starts:
             return 0
@@ -1032,9 +1100,12 @@ class Session:
         if isinstance(lease, Deferred):
             raise StoreError(f"cannot undo now: {lease.message}")
         try:
-            store.publish_compression(lease, self.id, kept, mode="in_place", reason="undo")
+            published = store.publish_compression(
+                lease, self.id, kept, mode="in_place", reason="undo"
+            )
         finally:
             store.release_lease(lease)
+        self._published(published, kept)
         removed = len(self._window) - cut
         self._window = list(kept)
         self._turn_start = min(self._turn_start, len(self._window))

@@ -22,6 +22,7 @@ from hermes_host.store.base import (
     StoredMessage,
     StoreError,
     TitleConflictError,
+    WindowMarker,
 )
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "StoreError",
     "StoredMessage",
     "TitleConflictError",
+    "WindowMarker",
     "open_store",
 ]
 

@@ -247,6 +247,23 @@ class PublishResult:
     A later flush in the same turn appends only ``window[flush_baseline:]`` (R-8.2)."""
 
 
+@dataclass(frozen=True)
+class WindowMarker:
+    """Where a conversation's window is now, and a fingerprint of it (``window_marker``).
+
+    Any write to the window by any process changes it: an append or an in-place publish
+    raises ``last_message_id``, archiving rows (``/undo``) lowers ``active_count``, and a
+    rotation moves ``session_id`` to the newest child.  A live :class:`hermes_host.host.Session`
+    compares it with what it wrote itself to notice another process's writes."""
+
+    session_id: str
+    """The tip of the rotations from the session asked about (that session if not rotated)."""
+    last_message_id: int
+    """Highest message id of that session, archived rows included (0 if none)."""
+    active_count: int
+    """Messages in its window."""
+
+
 # --------------------------------------------------------------------------- protocol
 
 
@@ -346,6 +363,11 @@ class StateStore(Protocol):
 
     def active_token_count(self, session_id: str) -> int:
         """Sum of stored ``token_count`` over the window (cheap running total)."""
+        ...
+
+    def window_marker(self, session_id: str) -> WindowMarker:
+        """Follow ``session_id``'s compression rotations to the newest session and return its
+        :class:`WindowMarker`: cheap enough to ask before every write of a turn."""
         ...
 
     def all_messages(

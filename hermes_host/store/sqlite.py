@@ -39,6 +39,7 @@ from hermes_host.store.base import (
     StoredMessage,
     StoreError,
     TitleConflictError,
+    WindowMarker,
 )
 from hermes_host.store.codec import (
     ROW_COLUMNS,
@@ -634,6 +635,25 @@ class SQLiteStore:
             return self._insert(
                 conn, session_id, prepared, now, count_later=messages if count_later else None
             )
+
+    @_errors("reading the window")
+    def window_marker(self, session_id: str) -> WindowMarker:
+        conn = self._conn()
+        tip = session_id
+        for _ in range(2):  # a second pass only after following a rotation
+            row = conn.execute(
+                "SELECT end_reason, "
+                "(SELECT coalesce(max(id), 0) FROM messages WHERE session_id = s.id), "
+                "(SELECT count(*) FROM messages WHERE session_id = s.id AND active = 1) "
+                "FROM sessions s WHERE s.id = ?",
+                (tip,),
+            ).fetchone()
+            if row is None:
+                raise SessionNotFoundError(f"no session with id {tip!r} in {self.path}")
+            if row[0] != "compression" or tip != session_id:
+                break
+            tip = self._tip(conn, session_id)
+        return WindowMarker(session_id=tip, last_message_id=int(row[1]), active_count=int(row[2]))
 
     @_errors("reading the window")
     def active_messages(self, session_id: str) -> list[Message]:
