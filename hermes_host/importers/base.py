@@ -12,7 +12,6 @@ format module only has to *recognise* records.
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from typing import Any
 
 from hermes_host.messages import validate_messages
 from hermes_host.models import Message
-from hermes_host.transcripts import iter_jsonl_objects
+from hermes_host.transcripts import TranscriptError, iter_jsonl_objects
 
 __all__ = [
     "ImportResult",
@@ -35,15 +34,8 @@ __all__ = [
 ]
 
 
-class TranscriptImportError(ValueError):
+class TranscriptImportError(TranscriptError):
     """A file cannot be imported; ``str()`` names the file, the line when known, and why."""
-
-    def __init__(self, path: str | os.PathLike[str], line: int | None, reason: str) -> None:
-        self.path = str(path)
-        self.line = line
-        self.reason = reason
-        where = f"{self.path}:{line}" if line is not None else self.path
-        super().__init__(f"{where}: {reason}")
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,23 @@ renders every message, a gateway billed per message.  This engine answers only
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from hermes_host import CompressDecision, ShouldCompressRequest, hookimpl
+from hermes_host.config import parse_engine_options
+from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["CountTrigger"]
+__all__ = ["CountTrigger", "CountTriggerOptions"]
+
+
+class CountTriggerOptions(BaseModel):
+    """``engines.count_trigger`` in ``config.yaml``; unknown keys and wrong types are errors."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    max_messages: int = Field(120, ge=4)
+    """Compress once the window (system prompt excluded) holds more messages than this."""
 
 
 class CountTrigger:
@@ -29,20 +41,11 @@ class CountTrigger:
 
     deterministic = True  # same request, same decision: the conformance kit checks it
 
-    def __init__(self, options: dict[str, Any] | None = None) -> None:
-        options = dict(options or {})
-        max_messages = options.pop("max_messages", 120)
-        if options:
-            raise ValueError(
-                f"engines.count_trigger: unknown option(s) {', '.join(sorted(options))}; "
-                "allowed: max_messages"
-            )
-        if not isinstance(max_messages, int) or isinstance(max_messages, bool) or max_messages < 4:
-            raise ValueError(
-                f"engines.count_trigger.max_messages must be a whole number >= 4, "
-                f"got {max_messages!r}"
-            )
-        self.max_messages = max_messages
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+        # Raises ValueError naming each bad key, e.g. "engines.count_trigger.maxx: unknown
+        # option; allowed: max_messages"; the host shows it as a configuration error.
+        parsed = parse_engine_options(CountTriggerOptions, options, "count_trigger")
+        self.max_messages = parsed.max_messages
 
     @hookimpl
     def should_compress(self, request: ShouldCompressRequest) -> CompressDecision:

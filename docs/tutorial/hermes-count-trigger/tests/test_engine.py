@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hermes_host import GuardState, ShouldCompressRequest
 
@@ -55,7 +57,19 @@ def test_force_overrides_everything() -> None:
     assert CountTrigger({"max_messages": 4}).should_compress(request=request).compress
 
 
-@pytest.mark.parametrize("options", [{"max_messages": 2}, {"max_messages": "9"}, {"maxx": 9}])
-def test_bad_options_are_clear_errors(options: dict) -> None:
-    with pytest.raises(ValueError, match="count_trigger"):
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"max_messages": 2}, "engines.count_trigger.max_messages: Input should be greater"),
+        ({"max_messages": "9"}, "engines.count_trigger.max_messages: Input should be a valid"),
+        ({"maxx": 9}, "engines.count_trigger.maxx: unknown option; allowed: max_messages"),
+        (["max_messages"], "engines.count_trigger must be a mapping"),
+    ],
+)
+def test_bad_options_are_clear_errors(options: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
         CountTrigger(options)
+
+
+def test_no_options_block_means_the_defaults() -> None:
+    assert CountTrigger().max_messages == CountTrigger(None).max_messages == 120
