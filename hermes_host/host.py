@@ -306,8 +306,13 @@ class ContextHost:
 
     def resume(self, by: str) -> Session:
         """Reopen a stored session by id, ``"last"`` or title (the newest of its lineage,
-        R-8.3).  Raises :class:`~hermes_host.store.SessionNotFoundError`."""
+        R-8.3).  The id of a session a compression rotated resumes its newest descendant: the
+        rotated one is ended and its window lives on there.  Raises
+        :class:`~hermes_host.store.SessionNotFoundError`."""
         row = self.store.resume(by)
+        marker = self.store.window_marker(row.id)
+        if marker.session_id != row.id:
+            row = self.store.get_session(marker.session_id)
         snapshot = row.system_prompt
         if snapshot is None:
             for ancestor in reversed(self.store.lineage(row.id)[:-1]):
@@ -318,7 +323,9 @@ class ContextHost:
         if window and window[0].get("role") == "system":
             snapshot = str(window[0].get("content") or "")
             window = window[1:]
-        session = Session(self, row.id, snapshot or "", window, title=row.title, cwd=row.cwd)
+        session = Session(
+            self, row.id, snapshot or "", window, title=row.title, cwd=row.cwd, marker=marker
+        )
         session.compression_count = row.compression_count
         session.lineage = self.store.lineage(row.id)
         self._broadcast("on_session_start", SessionEvent(
@@ -453,6 +460,7 @@ class Session:
         *,
         title: str | None = None,
         cwd: str | None = None,
+        marker: WindowMarker | None = None,
     ) -> None:
         self.host = host
         self.id = session_id
@@ -480,7 +488,9 @@ class Session:
         "Summarizing…" state instead of a silent pause.  Exceptions it raises are ignored."""
         self._window_cache: tuple[tuple[int, int], list[Message], int] | None = None
         self._window_counts: list[int] = []  # per message of the cached window
-        self._marker: WindowMarker = host.store.window_marker(session_id)
+        # Read before ``window`` was (see ContextHost.resume): a write in between then shows
+        # up as a difference at the next check instead of going unnoticed.
+        self._marker = marker if marker is not None else host.store.window_marker(session_id)
 
     # -- other processes ----------------------------------------------------------------
 

@@ -142,3 +142,20 @@ def test_own_writes_never_reload_the_window(tmp_path: Path, turns: int,
         assert session.compression_count >= 3  # rotations of our own happened
         assert reads == []  # ... and none of them, nor the undo, looked like someone else's
         assert host.store.active_messages(session.id) == session.raw_window
+
+
+def test_resuming_a_rotated_id_continues_at_its_newest_descendant_R_8_3(tmp_path: Path) -> None:
+    with make_host(tmp_path, TailEngine(keep=1, threshold=10**9)) as host:
+        first = host.open_session(system_prompt="sys")
+        chat_turn(first, 1)
+        chat_turn(first, 2)
+        root = first.id
+        assert first.compress(force=True).status == "committed"
+        chat_turn(first, 3)
+        again = host.resume(root)
+        assert again.id == first.id != root and again.lineage == [root, first.id]
+        assert again.raw_window == first.raw_window
+        again.add_user("question 4: from the resumed session")
+        assert host.store.active_messages(first.id)[-1]["content"].startswith("question 4")
+        assert not any(str(m.get("content") or "").startswith("question 4")
+                       for m in host.store.active_messages(root))
