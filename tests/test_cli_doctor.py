@@ -98,3 +98,71 @@ def test_doctor_table_output(fake: FakeInstall, tmp_path: Path) -> None:
     assert "engines selected" in result.stdout and "fail" in result.stdout
     assert "(acme-loud 0.1) failed to load: RuntimeError" in result.stdout
     assert result.stdout.rstrip().endswith("problems found")
+
+
+def _store_config(tmp_path: Path, store: Path) -> Path:
+    return write_config(tmp_path, f"memory:\n  providers: []\nstore:\n  url: {store}\n")
+
+
+def test_doctor_reads_an_existing_store_without_changing_it(tmp_path: Path) -> None:
+    from hermes_host.store import open_store
+    from hermes_host.store.schema import LATEST_VERSION
+    from hermes_host.store.sqlite import DEFER_TRIGRAM_MIN
+
+    store_path = tmp_path / "state.db"
+    with open_store(store_path) as store:
+        session = store.create_session()
+        store.append_messages(session.id, [{"role": "user", "content": f"m{i}"}
+                                           for i in range(DEFER_TRIGRAM_MIN)])
+    before = store_path.read_bytes()
+    _, report = _doctor("--config", str(_store_config(tmp_path, store_path)))
+    status, detail = _checks(report)["store contents"]
+    assert status == "ok", detail
+    assert f"schema version {LATEST_VERSION} (current)" in detail
+    assert f"1 session, {DEFER_TRIGRAM_MIN} messages" in detail
+    assert f"{DEFER_TRIGRAM_MIN} messages not in the substring index yet" in detail
+    assert store_path.read_bytes() == before
+
+
+def test_doctor_says_an_older_store_will_be_migrated(tmp_path: Path) -> None:
+    import sqlite3
+
+    from hermes_host.store.schema import MIGRATIONS, migrate
+
+    store_path = tmp_path / "state.db"
+    conn = sqlite3.connect(store_path, isolation_level=None)
+    migrate(conn, store_path, MIGRATIONS[:1])
+    conn.close()
+    _, report = _doctor("--config", str(_store_config(tmp_path, store_path)))
+    status, detail = _checks(report)["store contents"]
+    assert status == "ok" and "schema version 1: migrated to" in detail, detail
+    check = sqlite3.connect(store_path)
+    assert check.execute("PRAGMA user_version").fetchone()[0] == 1  # doctor migrated nothing
+    check.close()
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        ("newer", "newer than this hermes-host understands"),
+        ("garbage", "not a hermes-host store"),
+    ],
+)
+def test_doctor_fails_on_a_store_it_cannot_use(tmp_path: Path, make: str, expected: str) -> None:
+    import sqlite3
+
+    from hermes_host.store import open_store
+    from hermes_host.store.schema import LATEST_VERSION
+
+    store_path = tmp_path / "state.db"
+    if make == "newer":
+        open_store(store_path).close()
+        conn = sqlite3.connect(store_path)
+        conn.execute(f"PRAGMA user_version = {LATEST_VERSION + 1}")
+        conn.commit()
+        conn.close()
+    else:
+        store_path.write_bytes(b"not sqlite at all " * 100)
+    code, report = _doctor("--config", str(_store_config(tmp_path, store_path)))
+    status, detail = _checks(report)["store contents"]
+    assert code == 1 and status == "fail" and expected in detail, detail

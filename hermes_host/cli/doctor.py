@@ -1,8 +1,9 @@
 """``hermes-host doctor``: one screen that says whether this installation can run a session.
 
-Checks the config file, installed and selected plugins, the store path, the tokenizer and the
-versions.  ``fail`` makes the exit status 1; ``warn`` (a missing memory provider, the
-token estimator instead of tiktoken) does not, because the host runs anyway.
+Checks the config file, installed and selected plugins, the store (its path and, read-only,
+its schema version and contents), the tokenizer and the versions.  ``fail`` makes the exit
+status 1; ``warn`` (a missing memory provider, the token estimator instead of tiktoken) does
+not, because the host runs anyway.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from rich.text import Text
 from hermes_host import __version__
 from hermes_host.config import ConfigError, HermesConfig, find_config_path, load_config
 from hermes_host.plugins import PluginError, discover, inspect_plugins, load_plugins
+from hermes_host.store import StoreError
+from hermes_host.store.schema import LATEST_VERSION, inspect_store
 from hermes_host.tokens import encoding_info
 
 from .config_cmd import config_option, describe_selection, source_label
@@ -38,6 +41,27 @@ class Check:
     name: str
     status: CheckStatus
     detail: str
+
+
+def _store_contents(store: Path) -> Check:
+    """Schema version and size of an existing store, read-only (doctor never migrates)."""
+    try:
+        info = inspect_store(store)
+    except StoreError as exc:
+        return Check("store contents", "fail", str(exc))
+    version = info["version"]
+    if version < LATEST_VERSION:
+        schema = (f"schema version {version}: migrated to {LATEST_VERSION} (after a backup "
+                  "copy) the next time hermes-host opens it")
+    else:
+        schema = f"schema version {version} (current)"
+    sessions, messages = info["sessions"], info["messages"]
+    detail = (f"{schema}; {sessions:,} session{'s' * (sessions != 1)}, "
+              f"{messages:,} message{'s' * (messages != 1)}")
+    if info["index_pending"]:
+        detail += (f"; {info['index_pending']:,} messages not in the substring index yet "
+                   "(searchable meanwhile; the next turns catch up)")
+    return Check("store contents", "ok", detail)
 
 
 def _writable_dir(path: Path) -> tuple[bool, str]:
@@ -121,6 +145,8 @@ def run_checks(config_path: Path | None) -> list[Check]:
         ok, why = _writable_dir(store)
         state = "exists" if store.exists() else "will be created"
         checks.append(Check("store", "ok" if ok else "fail", f"{store} ({state}); {why}"))
+        if store.is_file() and store.stat().st_size:
+            checks.append(_store_contents(store))
 
     tok = encoding_info()
     if tok.get("exact"):
@@ -142,7 +168,8 @@ def run_checks(config_path: Path | None) -> list[Check]:
 @config_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def doctor(config_path: Path | None, as_json: bool) -> None:
-    """Check config, plugins, store path and tokenizer; exit 0 if healthy, else 1."""
+    """Check config, plugins, store (path, schema, contents; read-only) and tokenizer; exit 0
+    if healthy, else 1."""
     checks = run_checks(config_path)
     healthy = all(c.status != "fail" for c in checks)
     if as_json:

@@ -21,7 +21,14 @@ from pathlib import Path
 
 from hermes_host.store.base import SchemaTooNewError, StoreError
 
-__all__ = ["LATEST_VERSION", "MIGRATIONS", "Migration", "migrate", "split_statements"]
+__all__ = [
+    "LATEST_VERSION",
+    "MIGRATIONS",
+    "Migration",
+    "inspect_store",
+    "migrate",
+    "split_statements",
+]
 
 
 @dataclass(frozen=True)
@@ -285,3 +292,43 @@ def migrate(
             ) from None
         raise
     return backup
+
+
+def inspect_store(path: Path) -> dict[str, int]:
+    """What ``doctor`` reports about an existing store, read-only (nothing is migrated or
+    created): ``version``, ``sessions``, ``messages`` and ``index_pending`` (messages the
+    trigram index has not reached yet; 0 before version 2, whose index was always current).
+
+    Raises :class:`SchemaTooNewError` for a store from a newer hermes-host and
+    :class:`StoreError` for a file that is not a readable hermes-host store."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: cannot open read-only: {exc}") from None
+    try:
+        version = _version(conn)
+        if version > LATEST_VERSION:
+            raise SchemaTooNewError(
+                f"{path}: schema version {version} is newer than this hermes-host understands "
+                f"(up to {LATEST_VERSION}); upgrade hermes-host"
+            )
+        if version == 0:
+            return {"version": 0, "sessions": 0, "messages": 0, "index_pending": 0}
+        sessions = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
+        messages = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+        pending = 0
+        if version >= 2:
+            pending = conn.execute(
+                "SELECT count(*) FROM messages "
+                "WHERE id > (SELECT indexed_through FROM trigram_progress)"
+            ).fetchone()[0]
+        return {
+            "version": version,
+            "sessions": int(sessions),
+            "messages": int(messages),
+            "index_pending": int(pending),
+        }
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: not a hermes-host store ({exc})") from None
+    finally:
+        conn.close()
