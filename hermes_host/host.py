@@ -551,7 +551,11 @@ class Session:
                 "for prompt caching (R-1.3); open a new session instead"
             )
         self._sync()
-        (new_id,) = self.host.store.append_messages(self.id, [message])
+        try:  # counted once: the window's own count finds it in the host's cache later
+            counts: list[int] | None = [self.host.tokens.count(message)]
+        except Exception:  # the store has its own fallback for a message tiktoken refuses
+            counts = None
+        (new_id,) = self.host.store.append_messages(self.id, [message], token_counts=counts)
         self._window.append(message)
         self._marker = WindowMarker(self.id, new_id, self._marker.active_count + 1)
 

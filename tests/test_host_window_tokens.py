@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from hermes_host.tokens import count_message
 from tests.host_helpers import TailEngine, chat_turn, make_host
 
@@ -22,3 +24,24 @@ def test_incremental_window_tokens_equal_a_full_recount(tmp_path: Path) -> None:
             session.end_turn()
             assert session.window_tokens == sum(count_message(m) for m in session.window())
         assert session.compression_count >= 1  # the count also survived compressions
+
+
+def test_each_added_message_is_tokenized_once_and_stored_with_its_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hermes_host.store.sqlite as sqlite_mod
+    import hermes_host.tokens as tokens_mod
+
+    calls: list[int] = []
+    real = tokens_mod.count_message
+    for module in (tokens_mod, sqlite_mod):  # the host's counter and the store's
+        monkeypatch.setattr(module, "count_message", lambda m: calls.append(1) or real(m))
+    with make_host(tmp_path, TailEngine(keep=2, threshold=10**9)) as host:
+        session = host.open_session(system_prompt="sys")
+        for n in range(3):
+            chat_turn(session, n)  # 4 messages, each followed by a window count
+        assert session.window_tokens == sum(real(m) for m in session.window())
+        # 12 messages and the system prompt: one tokenization each, whoever asks
+        assert len(calls) == 13
+        stored = host.store.all_messages(session.id)
+        assert [r.token_count for r in stored] == [real(r.message) for r in stored]
