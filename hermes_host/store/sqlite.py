@@ -951,7 +951,8 @@ class SQLiteStore:
     def index_pending(
         self, *, batch: int = 5_000, progress: Callable[[int, int], None] | None = None
     ) -> int:
-        """Bring the trigram (substring) index up to date; returns the rows indexed.
+        """Bring the trigram (substring) index up to date; returns how many messages it
+        caught up past (tool rows included: the index leaves them out, the mark passes them).
 
         Bulk writes leave their rows to this catch-up (search scans them meanwhile, so
         nothing is ever unsearchable; it is only slower).  Each ``batch`` of rows is its own
