@@ -266,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     out(f"\nAppend cost per message: {append['store_us']:.0f} µs in the store (encoding, "
         "staging, porter FTS sync) plus "
         f"{append['count_us']:.0f} µs of tiktoken counting when the caller passes no "
-        "token_counts (on a second core for large batches).  Batches of 256 or more leave the "
+        "token_counts (large batches count on a second thread while SQLite writes; tiktoken holds "
+        "the GIL, so counting overlaps only SQLite's share).  Batches of 256 or more leave the "
         "trigram (substring) index to a catch-up: the next small writes index up to 1,000 "
         "waiting rows each, `index_pending()` (run by `sessions import`) does the rest, and "
         "search scans the waiting rows meanwhile.  ")

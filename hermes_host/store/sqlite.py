@@ -163,12 +163,13 @@ def _prepare_file(path: Path) -> None:
 class _BackgroundCount:
     """Token counts of a batch, computed on a worker thread while the caller writes it.
 
-    tiktoken and SQLite both release the GIL while they work, so on a multi-core machine
-    counting a large batch hides behind the FTS sync of its ``INSERT`` instead of adding to
-    it: the rows go in with a count of 0 and get their real counts in the same transaction
-    (an ``UPDATE`` of ``token_count`` fires no FTS trigger), so no committed row ever lacks
-    its count.  When the caller's SQL is done it takes its share of what is left to count
-    (:meth:`result`): both threads take message indexes from one shared counter.
+    SQLite releases the GIL while it works (tiktoken does not: two threads counting measured
+    no faster than one), so on a multi-core machine counting a large batch overlaps the FTS
+    sync of its ``INSERT`` instead of following it: the rows go in with a count of 0 and get
+    their real counts in the same transaction (an ``UPDATE`` of ``token_count`` fires no FTS
+    trigger), so no committed row ever lacks its count.  When the caller's SQL is done it
+    takes its share of what is left to count (:meth:`result`): both threads take message
+    indexes from one shared counter.
     """
 
     __slots__ = ("_count", "_counts", "_error", "_lock", "_messages", "_next", "_thread")
