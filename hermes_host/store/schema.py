@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_host.store.base import SchemaTooNewError, StoreError
+from hermes_host.store.search import pending_trigram_rows
 
 __all__ = [
     "LATEST_VERSION",
@@ -316,12 +317,7 @@ def inspect_store(path: Path) -> dict[str, int]:
             return {"version": 0, "sessions": 0, "messages": 0, "index_pending": 0}
         sessions = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
         messages = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
-        pending = 0
-        if version >= 2:
-            pending = conn.execute(
-                "SELECT count(*) FROM messages "
-                "WHERE id > (SELECT indexed_through FROM trigram_progress)"
-            ).fetchone()[0]
+        pending = pending_trigram_rows(conn) if version >= 2 else 0
         return {
             "version": version,
             "sessions": int(sessions),

@@ -113,23 +113,18 @@ def catch_up_trigram(conn: sqlite3.Connection, budget: int) -> int:
     them; returns how many messages the mark passed.  Run inside the caller's write
     transaction: the index rows and the mark commit together or not at all."""
     mark = _trigram_mark(conn)
-    bound = conn.execute(
-        "SELECT id FROM messages WHERE id > ? ORDER BY id LIMIT 1 OFFSET ?",
-        (mark, max(0, budget - 1)),
+    upper, passed = conn.execute(
+        "SELECT max(id), count(*) FROM "
+        "(SELECT id FROM messages WHERE id > ? ORDER BY id LIMIT ?)",
+        (mark, max(1, budget)),
     ).fetchone()
-    if bound is None:
-        bound = conn.execute("SELECT max(id) FROM messages WHERE id > ?", (mark,)).fetchone()
-        if bound is None or bound[0] is None:
-            return 0
-    upper = int(bound[0])
+    if not passed:
+        return 0
     conn.execute(
         "INSERT INTO messages_fts_trigram(rowid, content) SELECT id, content FROM messages "
         "WHERE id > ? AND id <= ? AND role <> 'tool' ORDER BY id",
         (mark, upper),
     )
-    passed = conn.execute(
-        "SELECT count(*) FROM messages WHERE id > ? AND id <= ?", (mark, upper)
-    ).fetchone()[0]
     conn.execute("UPDATE trigram_progress SET indexed_through = ?", (upper,))
     return int(passed)
 
