@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
-import pytest
 from fence_helpers import (
     Decider,
     Gate,
@@ -25,14 +23,6 @@ from fence_helpers import (
 
 from hermes_host.fence import HookRunner, Provenance
 from hermes_host.models import SelectResult
-
-
-@pytest.fixture
-def gate() -> Iterator[Gate]:
-    g = Gate()
-    yield g
-    g.release()
-
 
 # --- first_result ---------------------------------------------------------------------------
 

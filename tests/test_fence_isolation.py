@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 from fence_helpers import (
@@ -27,13 +26,6 @@ from fence_helpers import (
 
 from hermes_host.fence import Fenced, HookRunner, Provenance
 from hermes_host.models import CompressDecision, SelectResult
-
-
-@pytest.fixture
-def gate() -> Iterator[Gate]:
-    g = Gate()
-    yield g
-    g.release()
 
 
 def test_r0_4_adopted_answer_goes_through_pluggy_to_one_plugin() -> None:

@@ -4,23 +4,14 @@ the stored counts, their order and the indexes are the same as on the one-at-a-t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from store_helpers import conversation
 
-from hermes_host.store import SessionNotFoundError, StateStore, open_store
+from hermes_host.store import SessionNotFoundError, StateStore
 from hermes_host.store import sqlite as sqlite_store
 from hermes_host.tokens import count_message
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[StateStore]:
-    opened = open_store(tmp_path / "state.db")
-    yield opened
-    opened.close()
 
 
 def _big_window() -> list[dict[str, Any]]:

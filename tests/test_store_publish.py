@@ -16,15 +16,7 @@ from hermes_host.store import (
     StaleSessionError,
     StateStore,
     StoreError,
-    open_store,
 )
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> StateStore:
-    opened = open_store(tmp_path / "state.db")
-    yield opened
-    opened.close()
 
 
 def _lease(store: StateStore, session_id: str, ttl: float | None = None) -> Lease:

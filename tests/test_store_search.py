@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from store_helpers import compressed_window, conversation, fts_integrity
 
-from hermes_host.store import Lease, StateStore, open_store
+from hermes_host.store import Lease, StateStore
 
 HOSTILE = [
     '"',
@@ -40,13 +40,6 @@ HOSTILE = [
     "🙂🙂🙂",
     "'; DROP TABLE messages; --",
 ]
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> StateStore:
-    opened = open_store(tmp_path / "state.db")
-    yield opened
-    opened.close()
 
 
 @pytest.mark.parametrize("query", HOSTILE, ids=range(len(HOSTILE)))

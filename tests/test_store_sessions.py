@@ -24,13 +24,6 @@ from hermes_host.store import (
 from hermes_host.store.sqlite import SQLiteStore
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> StateStore:
-    opened = open_store(tmp_path / "state.db")
-    yield opened
-    opened.close()
-
-
 def test_store_file_is_owner_only_wal_with_foreign_keys_R_9(tmp_path: Path) -> None:
     path = tmp_path / "deep" / "state.db"
     store = open_store(f"sqlite:///{path}")

@@ -59,14 +59,6 @@ def _found(store: SQLiteStore, query: str, session_id: str | None = None) -> set
     return {hit.message_id for hit in store.session_search(query, session_id, limit=500)}
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> SQLiteStore:
-    opened = open_store(tmp_path / "state.db")
-    assert isinstance(opened, SQLiteStore)
-    yield opened
-    opened.close()
-
-
 def test_bulk_append_defers_the_index_yet_substrings_are_found_at_once_R_9_3(
     store: SQLiteStore,
 ) -> None:
