@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from hermes_host.hookspecs import DEFAULT_TIMEOUTS, LIFECYCLE_HOOKS, MEMORY_HOOKS
 from hermes_host.models import CompressionSettings, SummarizerSettings
+from hermes_host.store import store_file
 
 __all__ = [
     "UNKNOWN_OPTION",
@@ -166,12 +167,11 @@ class HermesConfig(_Section):
     sessions: SessionsSection = Field(default_factory=SessionsSection)
 
     def store_path(self) -> Path:
+        """The SQLite file of ``store.url`` (default ``$HERMES_HOST_HOME/state.db``).  Raises
+        :class:`~hermes_host.store.StoreError` for a URL scheme this host cannot open (another
+        store distribution opens those), never treating the URL as a file name."""
         url = self.store.url
-        if not url:
-            return hermes_home() / "state.db"
-        if url.startswith("sqlite:///"):
-            url = url[len("sqlite:///") :]
-        return Path(url).expanduser()
+        return store_file(url) if url else hermes_home() / "state.db"
 
 
 def hermes_home() -> Path:

@@ -166,3 +166,13 @@ def test_doctor_fails_on_a_store_it_cannot_use(tmp_path: Path, make: str, expect
     code, report = _doctor("--config", str(_store_config(tmp_path, store_path)))
     status, detail = _checks(report)["store contents"]
     assert code == 1 and status == "fail" and expected in detail, detail
+
+
+def test_doctor_refuses_a_store_url_it_cannot_open_without_echoing_it(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "memory:\n  providers: []\nstore:\n  url: postgresql://app:pw-51@db/h\n")
+    code, report = _doctor("--config", str(config))
+    status, detail = _checks(report)["store"]
+    assert code == 1 and status == "fail"
+    assert "store.url: unsupported store URL scheme 'postgresql'" in detail
+    assert "pw-51" not in json.dumps(report)  # the URL may carry a password
+    assert not (tmp_path / "postgresql:").exists()

@@ -213,3 +213,16 @@ def test_unusable_store_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None
         result = run("sessions", *args, "--store", str(garbage))
         assert result.exit_code == 2, (args, result.output)
         assert "not a hermes-host store" in result.output and "Traceback" not in result.output
+
+
+def test_a_configured_store_url_of_another_scheme_is_refused_not_made_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "config.yaml"
+    config.write_text("store:\n  url: postgresql://app:pw-77@db/h\n")
+    result = run("sessions", "list", "--config", str(config))
+    assert result.exit_code == 2, result.output
+    assert "store.url: unsupported store URL scheme 'postgresql'" in result.output
+    assert "pw-77" not in result.output and "Traceback" not in result.output
+    assert list(tmp_path.iterdir()) == [config]  # no 'postgresql:' folder, no state.db

@@ -141,12 +141,16 @@ def run_checks(config_path: Path | None) -> list[Check]:
             for name in sorted(loaded.providers):
                 checks.append(Check(f"memory provider {name}", "ok", "loaded"))
 
-        store = cfg.store_path()
-        ok, why = _writable_dir(store)
-        state = "exists" if store.exists() else "will be created"
-        checks.append(Check("store", "ok" if ok else "fail", f"{store} ({state}); {why}"))
-        if store.is_file() and store.stat().st_size:
-            checks.append(_store_contents(store))
+        try:
+            store = cfg.store_path()
+        except StoreError as exc:
+            checks.append(Check("store", "fail", f"store.url: {exc}"))
+        else:
+            ok, why = _writable_dir(store)
+            state = "exists" if store.exists() else "will be created"
+            checks.append(Check("store", "ok" if ok else "fail", f"{store} ({state}); {why}"))
+            if store.is_file() and store.stat().st_size:
+                checks.append(_store_contents(store))
 
     tok = encoding_info()
     if tok.get("exact"):

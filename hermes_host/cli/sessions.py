@@ -60,7 +60,10 @@ def fail(exc: Exception | str) -> NoReturn:
 
 def _resolve_path(store_path: Path | None, config_path: Path | None) -> tuple[Path, float]:
     config, _ = load_config_or_fail(config_path)
-    path = store_path if store_path is not None else config.store_path()
+    try:
+        path = store_path if store_path is not None else config.store_path()
+    except StoreError as exc:
+        fail(f"store.url: {exc}")
     return path, config.store.lease_ttl_seconds
 
 

@@ -44,10 +44,28 @@ __all__ = [
     "TitleConflictError",
     "WindowMarker",
     "open_store",
+    "store_file",
 ]
 
 DEFAULT_LEASE_TTL = 300.0
 """Seconds a compression lease lives without refresh (config ``store.lease_ttl_seconds``)."""
+
+
+def store_file(path_or_url: str | os.PathLike[str]) -> Path:
+    """The SQLite file a store path or ``sqlite:///path`` URL names (``~`` expanded).
+
+    Raises :class:`StoreError` for any other URL scheme, naming what is supported: the one
+    place a store location is parsed (``config.yaml``'s ``store.url`` goes through it too)."""
+    text = os.fspath(path_or_url)
+    if text.startswith("sqlite:///"):
+        text = text[len("sqlite:///") :]
+    elif "://" in text:
+        scheme = text.split("://", 1)[0]
+        raise StoreError(  # the URL itself is not repeated: it may carry a password
+            f"unsupported store URL scheme {scheme!r}; supported: a file path or "
+            "sqlite:///path (PostgreSQL ships separately as hermes-store-postgres)"
+        )
+    return Path(text).expanduser()
 
 
 def open_store(
@@ -58,15 +76,7 @@ def open_store(
     Accepts a file path or a ``sqlite:///path`` URL (``HermesConfig.store_path()`` gives the
     configured one).  Other URL schemes are refused with a message naming what is supported.
     """
-    text = os.fspath(path_or_url)
-    if text.startswith("sqlite:///"):
-        text = text[len("sqlite:///") :]
-    elif "://" in text:
-        scheme = text.split("://", 1)[0]
-        raise StoreError(
-            f"unsupported store URL scheme {scheme!r} in {text!r}; supported: a file path or "
-            "sqlite:///path (PostgreSQL ships separately as hermes-store-postgres)"
-        )
+    path = store_file(path_or_url)
     from hermes_host.store.sqlite import SQLiteStore
 
-    return SQLiteStore(Path(text).expanduser(), lease_ttl=lease_ttl)
+    return SQLiteStore(path, lease_ttl=lease_ttl)
