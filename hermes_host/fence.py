@@ -63,6 +63,7 @@ from hermes_host.models import (
     SelectRequest,
     SelectResult,
 )
+from hermes_host.plugins import TRACE_ENV, trace_enabled  # one switch for both traces
 
 __all__ = [
     "FALLBACK_TIMEOUT",
@@ -74,9 +75,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-TRACE_ENV = "HERMES_HOST_TRACE_PLUGINS"
-"""Environment switch: ``1`` prints one line per fenced call to stderr."""
 
 FALLBACK_TIMEOUT = 5.0
 """Seconds for a hook that has no entry in ``DEFAULT_TIMEOUTS`` (a third-party hookspec)."""
@@ -541,7 +539,7 @@ class HookRunner:
         self._hooks = hooks if hooks is not None else HooksSection()
         self._clock = clock
         if trace is None:
-            trace = os.environ.get(TRACE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+            trace = trace_enabled()
         self._trace = trace
         self._trace_stream = trace_stream
         self._pool = _WorkerPool(self._hooks.max_leaked_workers)

@@ -47,7 +47,6 @@ from hermes_host.config import HermesConfig, SessionResetSection, load_config
 from hermes_host.fence import Fenced, HookRunner
 from hermes_host.injections import Injection, apply_injections
 from hermes_host.messages import (
-    check_invariants,
     normalize_alternation,
     repair_tool_pairs,
     sanitize_for_wire,
@@ -952,13 +951,7 @@ class Session:
             tokens_after = host.tokens.count_all(
                 ([base[0]] if base and base[0].get("role") == "system" else []) + new_window
             )
-            violations = check_invariants(new_window)
-            if violations:
-                return report(
-                    "rejected", "invalid", engine=engine,
-                    message="compression rejected, session unchanged: "
-                    + "; ".join(str(v) for v in violations[:3]),
-                )
+            # The fence already refused a proposal that breaks an invariant (stamped invalid).
             common: dict[str, Any] = {
                 "engine": engine,
                 "llm_calls": value.llm_calls,

@@ -1055,8 +1055,9 @@ class SQLiteStore:
         session = self.get_session(session_id)
         return format_recap(session, self.active_messages(session_id))
 
+    @_errors("opening a history reader")
     def history_reader(self, session_id: str) -> HistoryReader:
-        self.get_session(session_id)
+        self._require(self._conn(), session_id)  # exists? (get_session counts every row)
         return SQLiteHistoryReader(self, session_id)
 
     # -- engine state -----------------------------------------------------------------------
