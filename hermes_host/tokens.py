@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from functools import lru_cache
@@ -104,10 +105,14 @@ def count_message(message: Message) -> int:
 
 
 class TokenCounter:
-    """Counts messages with a bounded cache keyed by a digest of each message's wire form."""
+    """Counts messages with a bounded cache keyed by a digest of each message's wire form.
+
+    Safe to share between threads (fence workers call it): the cache is updated under a lock,
+    while hashing and tokenising run outside it."""
 
     def __init__(self, max_entries: int = 200_000) -> None:
         self._cache: OrderedDict[bytes, int] = OrderedDict()
+        self._lock = threading.Lock()
         self._max = max_entries
         self.hits = 0
         self.misses = 0
@@ -120,16 +125,18 @@ class TokenCounter:
 
     def count(self, message: Message) -> int:
         key = self._key(message)
-        cached = self._cache.get(key)
-        if cached is not None:
-            self.hits += 1
-            self._cache.move_to_end(key)
-            return cached
-        self.misses += 1
+        with self._lock:
+            cached = self._cache.get(key)
+            if cached is not None:
+                self.hits += 1
+                self._cache.move_to_end(key)
+                return cached
+            self.misses += 1
         value = count_message(message)
-        self._cache[key] = value
-        if len(self._cache) > self._max:
-            self._cache.popitem(last=False)
+        with self._lock:
+            self._cache[key] = value
+            if len(self._cache) > self._max:
+                self._cache.popitem(last=False)
         return value
 
     def count_all(self, messages: Iterable[Message]) -> int:

@@ -66,7 +66,6 @@ class Compressor:
         self._summarizer = summarizer
         self._fallback = fallback
         self._counter = TokenCounter()
-        self._count_lock = threading.Lock()
         self._cache: dict[str, Summarizer] = {}
         self._cache_lock = threading.Lock()
         self.breaker = MicroBreaker(self.options.micro_breaker_failures)
@@ -74,9 +73,8 @@ class Compressor:
     # -- helpers ---------------------------------------------------------------------------
 
     def count(self, message: Message) -> int:
-        """Tokens of one message (cached, thread-safe)."""
-        with self._count_lock:
-            return self._counter.count(message)
+        """Tokens of one message (cached; TokenCounter is thread-safe)."""
+        return self._counter.count(message)
 
     def _from_settings(self, settings: SummarizerSettings) -> Summarizer:
         # the environment decides provider "auto" and supplies the key: part of the cache key
