@@ -29,7 +29,7 @@ import anthropic
 
 from hermes_host.host import CompressionReport, ContextHost, Session, TurnOutcome
 from hermes_host.llm.anthropic_summarizer import classify_status_error
-from hermes_host.messages import is_summary, text_of
+from hermes_host.messages import is_summary, text_of, turn_starts
 from hermes_host.models import Message
 from hermes_host.store import StoreError, TitleConflictError
 
@@ -166,13 +166,6 @@ def parse_compress_args(args: Sequence[str]) -> CompressArgs:
                 raise CommandError("/compress here N: N must be 0 or more")
     focus = " ".join(rest).strip() or None
     return CompressArgs(keep_last_turns=keep, preview=preview, focus=focus)
-
-
-def turn_starts(window: Sequence[Message]) -> list[int]:
-    """Indexes of the user messages that open a turn (a summary block opens none)."""
-    return [
-        i for i, m in enumerate(window) if m.get("role") == "user" and not is_summary(m)
-    ]
 
 
 # --------------------------------------------------------------------------- the wire

@@ -51,6 +51,7 @@ from hermes_host.messages import (
     repair_tool_pairs,
     sanitize_for_wire,
     tool_call_ids,
+    turn_starts,
     validate_messages,
 )
 from hermes_host.models import (
@@ -1097,7 +1098,7 @@ class Session:
         if turns < 1:
             raise ValueError("undo needs at least one turn")
         self._sync()
-        starts = [i for i, m in enumerate(self._window) if m.get("role") == "user"]
+        starts = turn_starts(self._window)  # a user-role summary block is not a turn
         if not starts:
             return 0
         cut = starts[-min(turns, len(starts))]

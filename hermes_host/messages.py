@@ -34,6 +34,7 @@ __all__ = [
     "sanitize_for_wire",
     "text_of",
     "tool_call_ids",
+    "turn_starts",
     "validate_messages",
 ]
 
@@ -111,6 +112,11 @@ def is_summary(message: Message) -> bool:
         return True
     text = text_of(message).lstrip()
     return text.startswith(SUMMARY_PREFIX) or text.startswith(LEGACY_SUMMARY_PREFIX)
+
+
+def turn_starts(window: Sequence[Message]) -> list[int]:
+    """Indexes of the user messages that open a turn (a summary block opens none)."""
+    return [i for i, m in enumerate(window) if m.get("role") == "user" and not is_summary(m)]
 
 
 def _validate_one(message: Any, index: int) -> None:

@@ -59,3 +59,22 @@ def test_title_is_unique(tmp_path: Path) -> None:
         with pytest.raises(TitleConflictError):
             second.set_title(first.title or "")
         assert host.resume("beta").id == second.id
+
+
+def test_undo_counts_turns_as_the_chat_does_a_summary_block_is_not_one(tmp_path: Path) -> None:
+    from hermes_host.messages import SUMMARY_METADATA_KEY, turn_starts
+
+    with make_host(tmp_path, TailEngine(threshold=10**9)) as host:
+        session = host.open_session(system_prompt="sys")
+        session.add_user("head question")
+        session.add_assistant("head answer")
+        session.add_message({"role": "user", "content": "[summary of the middle]",
+                             SUMMARY_METADATA_KEY: True})
+        session.add_assistant("continuing")
+        session.add_user("last question")
+        session.add_assistant("last answer")
+        assert len(turn_starts(session.raw_window)) == 2  # what /undo offers in the chat
+        assert session.undo(1) == 2
+        assert session.raw_window[-1]["content"] == "continuing"
+        assert session.undo(1) == 4  # the head turn, and the summary that followed it
+        assert session.raw_window == []
