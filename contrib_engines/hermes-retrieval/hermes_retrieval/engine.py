@@ -231,7 +231,8 @@ class Retrieval:
             max_keywords=opts.max_keywords,
             keyword_weight=KEYWORD_WEIGHT,
         )
-        window_text = "\n".join(_norm(text_of(m)) for m in messages)
+        window_texts = [_norm(text_of(m)) for m in messages]
+        window_text = "\n".join(window_texts)
         sections: list[str] = []
         hits: list[dict[str, Any]] = []
         used = count_text(_HEADER) + count_text(BLOCK_END) + 4
@@ -241,11 +242,13 @@ class Retrieval:
             excerpt_budget = block_budget - used
             if opts.names_index and any(is_summary(m) for m in messages):
                 excerpt_budget = int(excerpt_budget * (1 - opts.names_share))
-            chosen, skipped = self._choose(candidates, messages, excerpt_budget)
+            chosen, skipped, spent = self._choose(
+                candidates, window_texts, window_text, excerpt_budget
+            )
             decision["skipped_in_window"] = skipped
             sections += [text for text, _ in chosen]
             hits = [meta for _, meta in chosen]
-            used += sum(count_text(t) + 1 for t in sections)
+            used += spent
         names_state: dict[str, Any] = {}
         if opts.names_index and any(is_summary(m) for m in messages):
             # Scanning the stored lineage is the expensive part: once per window epoch.
@@ -369,17 +372,21 @@ class Retrieval:
         return ranked, stats
 
     def _choose(
-        self, candidates: list[_Candidate], window: list[Message], budget: int
-    ) -> tuple[list[tuple[str, dict[str, Any]]], int]:
+        self,
+        candidates: list[_Candidate],
+        window_texts: list[str],
+        window_blob: str,
+        budget: int,
+    ) -> tuple[list[tuple[str, dict[str, Any]]], int, int]:
+        """Excerpts worth sending, within ``budget`` tokens (the block's frame is already
+        paid for by the caller); returns them, how many were skipped because the window
+        already shows them, and the tokens they cost."""
         opts = self.options
-        window_texts = [_norm(text_of(m)) for m in window]
         window_digests = {_digest(t) for t in window_texts if t}
-        window_blob = "\n".join(window_texts)
         chosen: list[tuple[str, dict[str, Any]]] = []
         seen: set[str] = set()
         skipped = 0
-        # The frame (header, end marker, separators) is paid for before any excerpt.
-        used = count_text(_HEADER) + count_text(BLOCK_END) + 4
+        used = 0
         floor = candidates[0].fused * opts.min_relative_score if candidates else 0.0
         for cand in candidates:
             if len(chosen) >= opts.max_hits or cand.fused < floor:
@@ -422,7 +429,7 @@ class Retrieval:
                     },
                 )
             )
-        return chosen, skipped
+        return chosen, skipped, used
 
 
 def _target_index(messages: list[Message]) -> int | None:

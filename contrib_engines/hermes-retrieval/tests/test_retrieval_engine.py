@@ -365,3 +365,19 @@ def test_names_index_scans_the_lineage_once_per_window_epoch():
     assert second.decision["reason"] == "injected", "a new user turn recomputes the block"
     assert "lib/charts/blame_chart.js" in text_of(second.messages[-1])
     assert Counting.scans == 1, "the ranked names came from state"
+
+
+def test_a_block_that_fits_its_budget_exactly_is_sent_R_11_3():
+    """The frame (header, end marker) is paid for once: a budget just big enough for the
+    block a roomy budget produces still gets that same block (found in review)."""
+    history = _history([("s1", assistant(f"payload_builder.py wrote {NEEDLE}"), False)])
+    window = _window("what did payload_builder.py produce?")
+    engine = Retrieval({"budget_share": 0.5, "names_index": False})
+    roomy = engine.select_context(request=_request(window, history))
+    block = count_text(text_of(roomy.messages[-1])) - count_text(window[-1]["content"])
+    assert block > 0
+    # block_budget = the block + 12 tokens of slack (separators are costed a little high);
+    # the frame alone is 67 tokens, so charging it twice would leave no room for the excerpt
+    tight = count_messages(window) + 2 * (block + 12)
+    result = engine.select_context(request=_request(window, history, budget=tight))
+    assert result is not None and result.messages[-1] == roomy.messages[-1]
