@@ -56,6 +56,7 @@ __all__ = [
     "CRON_GOAL",
     "NO_USER_QUESTIONS",
     "SECTIONS",
+    "SKILL_MARKER_RE",
     "OfflineSummarizer",
     "first_user_request",
     "is_user_request",
@@ -82,7 +83,8 @@ _PLATFORM_NAMES = frozenset({"aider_console"})
 
 _SLASH_COMMAND_RE = re.compile(r"^/[a-z][\w:-]*(?:[ \t][^\n]{0,80})?$")
 """``/clear``, ``/ex``, ``/model opus``: front-end commands, not requests."""
-_SKILL_RE = re.compile(r"\[SKILL_PRUNED:[^\]\n]*\]")
+SKILL_MARKER_RE = re.compile(r"\[SKILL_PRUNED:[^\]\n]*\]")
+"""A ``[SKILL_PRUNED: …]`` marker the prune step leaves where a skill body was."""
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+|\n+")
 _DECISION_RE = re.compile(
     r"(?i)\b(?:decid\w*|because|instead|will use|i'll use|we'll use|going to use|chose|choose"
@@ -402,7 +404,7 @@ class _Extractor:
             text = text_of(m)
             if REDACTED in text:
                 self.facts.redacted = True
-            self.facts.skills.extend(_SKILL_RE.findall(text))
+            self.facts.skills.extend(SKILL_MARKER_RE.findall(text))
             if role == "user":
                 if i in self._observations:
                     self._index(_index_window(text), weight=1)
@@ -640,7 +642,7 @@ class _Composer:
         self.questions()
         self.files()
         self.critical_context()
-        skills = _dedupe(_SKILL_RE.findall(self.previous.get("Pruned Skills", ""))
+        skills = _dedupe(SKILL_MARKER_RE.findall(self.previous.get("Pruned Skills", ""))
                          + self.facts.skills)
         self.fixed["Pruned Skills"] = "\n".join(skills) if skills else "None."
         root = _project_root(self.facts.files)

@@ -19,6 +19,7 @@ from typing import Any
 
 from hermes_host import hookimpl
 from hermes_host.llm import summarizer_from_settings
+from hermes_host.llm.anthropic_summarizer import API_KEY_ENV, BASE_URL_ENV
 from hermes_host.llm.base import Summarizer
 from hermes_host.models import (
     CompressDecision,
@@ -42,7 +43,7 @@ from hermes_compressor.trigger import decide, tail_budget, threshold_tokens
 
 __all__ = ["Compressor"]
 
-_ENV_KEYS = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
+_ENV_KEYS = (API_KEY_ENV, BASE_URL_ENV)
 
 
 class Compressor:

@@ -12,6 +12,7 @@ import datetime as _dt
 import json
 from collections.abc import Sequence
 
+from hermes_host.llm import offline as _offline
 from hermes_host.llm.base import SUMMARY_SECTIONS
 from hermes_host.messages import text_of
 from hermes_host.models import Message
@@ -37,8 +38,9 @@ PREAMBLE = (
     "present, but do not preserve their values."
 )
 
-CRON_GOAL = "[Historical cron/agent objective inferred only from assistant and tool activity]"
-CRON_QUESTIONS = "None. No user-authored questions exist."
+# The offline summariser recognises an unattended session by these exact texts: one copy.
+CRON_GOAL = _offline.CRON_GOAL
+CRON_QUESTIONS = _offline.NO_USER_QUESTIONS
 
 _HINTS: dict[str, str] = {
     "Historical Task Snapshot": (

@@ -27,6 +27,7 @@ from typing import Any
 from hermes_host.messages import text_of
 from hermes_host.models import Message
 
+from hermes_compressor.boundaries import SOFT_CEILING
 from hermes_compressor.describe import describe_result
 
 __all__ = [
@@ -241,7 +242,7 @@ def pressure_pass(
 ) -> list[Message]:
     """Demote large finished outputs inside an over-full tail (> 1.5 × budget), oldest first."""
     out = list(messages)
-    ceiling = int(budget * 1.5)
+    ceiling = int(budget * SOFT_CEILING)  # the same ceiling find_cut keeps the tail under
     total = sum(count(m) for m in out[tail_start:])
     if total <= ceiling:
         return out

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from hermes_host.llm.offline import SKILL_MARKER_RE
 from hermes_host.messages import (
     LEGACY_SUMMARY_PREFIX,
     SUMMARY_METADATA_KEY,
@@ -54,7 +55,6 @@ CONTINUATION_TEXT = (
     "Continue from the compressed conversation context above. This marker exists because no "
     "human user turn was available."
 )
-SKILL_MARKER_RE = re.compile(r"\[SKILL_PRUNED:[^\]\n]*\]")
 _THINK_RE = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>\s*", re.DOTALL | re.IGNORECASE)
 _UNCLOSED_THINK_RE = re.compile(r"^\s*<think(?:ing)?>.*?(?=^## )", re.DOTALL | re.MULTILINE)
 _SECTION_RE = re.compile(r"^## [^\n]*$", re.MULTILINE)
