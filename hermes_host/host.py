@@ -668,10 +668,11 @@ class Session:
         selected = self._select(base)
         extras = list(injections or [])
         request = apply_injections(selected, extras) if extras else selected
-        if _needs_repair(request):
-            request, _ = repair_tool_pairs(request)
-        if _needs_merge(request):
-            request, _ = normalize_alternation(request)
+        if request is not base:  # base is normalised already: only a changed list is scanned
+            if _needs_repair(request):
+                request, _ = repair_tool_pairs(request)
+            if _needs_merge(request):
+                request, _ = normalize_alternation(request)
         return sanitize_for_wire(request)
 
     def _select(self, base: list[Message]) -> list[Message]:

@@ -17,8 +17,9 @@ import mimetypes
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
+from hermes_host.messages import as_parts
 from hermes_host.models import Message
 
 __all__ = ["MAX_FILE_CHARS", "Injection", "InjectionError", "apply_injections"]
@@ -119,14 +120,6 @@ class Injection:
         return ""
 
 
-def _parts(content: Any) -> list[dict[str, Any]]:
-    if content is None or content == "":
-        return []
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    return [copy.deepcopy(p) for p in content]
-
-
 def apply_injections(
     messages: Sequence[Message], injections: Sequence[Injection | str]
 ) -> list[Message]:
@@ -146,7 +139,7 @@ def apply_injections(
     if not images and (content is None or isinstance(content, str)):
         target["content"] = "\n\n".join([t for t in [content or "", *texts] if t])
         return out
-    parts = _parts(content)
+    parts = as_parts(content)
     parts.extend({"type": "text", "text": t} for t in texts)
     parts.extend({"type": "image_url", "image_url": {"url": u}} for u in images)
     target["content"] = parts

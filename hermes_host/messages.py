@@ -27,6 +27,7 @@ __all__ = [
     "SUMMARY_PREFIX",
     "MessageError",
     "Violation",
+    "as_parts",
     "check_invariants",
     "is_summary",
     "normalize_alternation",
@@ -266,7 +267,8 @@ def repair_tool_pairs(messages: Sequence[Message]) -> tuple[list[Message], int]:
     return out, fixes
 
 
-def _as_parts(content: Any) -> list[dict[str, Any]]:
+def as_parts(content: Any) -> list[dict[str, Any]]:
+    """``content`` as a fresh list of content parts (a string becomes one text part)."""
     if content is None or content == "":
         return []
     if isinstance(content, str):
@@ -280,7 +282,7 @@ def _merge_content(a: Any, b: Any) -> Any:
         if not texts:  # keep null content null: some gateways reject an empty text block
             return a if a is not None else b
         return "\n\n".join(texts)
-    return _as_parts(a) + _as_parts(b)
+    return as_parts(a) + as_parts(b)
 
 
 def normalize_alternation(messages: Sequence[Message]) -> tuple[list[Message], int]:

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from hermes_host.store.base import (
+    DEFAULT_LEASE_TTL,
     Deferred,
     Guards,
     Lease,
@@ -46,9 +47,6 @@ __all__ = [
     "open_store",
     "store_file",
 ]
-
-DEFAULT_LEASE_TTL = 300.0
-"""Seconds a compression lease lives without refresh (config ``store.lease_ttl_seconds``)."""
 
 
 def store_file(path_or_url: str | os.PathLike[str]) -> Path:

@@ -79,6 +79,10 @@ class TitleConflictError(StoreError):
 # --------------------------------------------------------------------------- records
 
 
+DEFAULT_LEASE_TTL = 300.0
+"""Seconds a compression lease lives without refresh (config ``store.lease_ttl_seconds``)."""
+
+
 @dataclass(frozen=True)
 class Guards:
     """The durable guard columns of a session (R-5.3), re-read before every decision."""

@@ -51,17 +51,7 @@ _KEYMAP: dict[str, tuple[str, str]] = {
     "platform_message_id": ("platform_message_id", "text"),
     "observed": ("observed", "bool"),
 }
-_OPTIONAL_ORDER = (
-    "tool_calls",
-    "tool_call_id",
-    "name",
-    "finish_reason",
-    "reasoning",
-    "reasoning_details",
-    "api_content",
-    "platform_message_id",
-    "observed",
-)
+_OPTIONAL_ORDER = tuple(_KEYMAP)[2:]  # every key after role and content, in that order
 
 ROW_COLUMNS = (
     "role",

@@ -166,7 +166,12 @@ def scope_range(conn: sqlite3.Connection, scope: list[str]) -> tuple[int, int] |
 
 
 def match(
-    conn: sqlite3.Connection, table: str, expression: str, scope: list[str] | None, limit: int
+    conn: sqlite3.Connection,
+    table: str,
+    expression: str,
+    scope: list[str] | None,
+    limit: int,
+    bounds: tuple[int, int] | None = None,
 ) -> list[tuple[int, float]]:
     """Top hits of one FTS expression.  BM25 ranking costs time per matching row, so a
     term matching more than ``RANK_CAP`` rows is answered with its most recent hits
@@ -175,7 +180,7 @@ def match(
     params: list[Any] = [expression]
     join = ""
     if scope is not None:
-        bounds = scope_range(conn, scope)
+        bounds = bounds if bounds is not None else scope_range(conn, scope)
         if bounds is None:
             return []
         where += f" AND {table}.rowid BETWEEN ? AND ?"
@@ -228,14 +233,19 @@ def run_search(
 ) -> list[SearchHit]:
     """Hits for ``query`` within ``scope`` (session ids; ``None`` = the whole store)."""
     limit = max(1, min(int(limit), 500))
+    bounds = None
+    if scope is not None:  # the id range of the scope's sessions, looked up once per search
+        bounds = scope_range(conn, scope)
+        if bounds is None:
+            return []
     ranked: dict[int, float] = {}
     words = porter_query(query)
     if words is not None:
-        found = match(conn, "messages_fts", words, scope, limit)
+        found = match(conn, "messages_fts", words, scope, limit, bounds)
         if not found:
             any_words = porter_query(query, any_term=True)
             if any_words != words and any_words is not None:
-                found = match(conn, "messages_fts", any_words, scope, limit)
+                found = match(conn, "messages_fts", any_words, scope, limit, bounds)
         ranked.update(found)
     needle = substring_needle(query)
     # The substring index answers what words cannot (partial identifiers, CJK, paths).
@@ -247,7 +257,8 @@ def run_search(
         mark = _trigram_mark(conn)
         for position, rowid in enumerate(scan_pending(conn, needle, mark, scope, limit)):
             ranked[rowid] = _SCAN_SCORE + position  # newest rows, not yet indexed, first
-        for rowid, score in match(conn, "messages_fts_trigram", _quote(needle), scope, limit):
+        indexed = match(conn, "messages_fts_trigram", _quote(needle), scope, limit, bounds)
+        for rowid, score in indexed:
             if rowid not in ranked and len(ranked) < limit:
                 ranked[rowid] = 1000.0 + score  # after every porter hit, in trigram order
     if not ranked:

@@ -26,6 +26,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from hermes_host.models import HistoryReader, Message
 from hermes_host.store.base import (
+    DEFAULT_LEASE_TTL,
     Deferred,
     Guards,
     Lease,
@@ -207,7 +208,9 @@ class _BackgroundCount:
 class SQLiteStore:
     """The SQLite :class:`~hermes_host.store.base.StateStore`."""
 
-    def __init__(self, path: Path, *, lease_ttl: float = 300.0, busy_timeout: float = 10.0) -> None:
+    def __init__(
+        self, path: Path, *, lease_ttl: float = DEFAULT_LEASE_TTL, busy_timeout: float = 10.0
+    ) -> None:
         self.path = Path(path)
         self.location = str(self.path)
         self.lease_ttl = float(lease_ttl)
@@ -291,7 +294,6 @@ class SQLiteStore:
 
     @staticmethod
     def _session(row: sqlite3.Row) -> Session:
-        keys = row.keys()
         return Session(
             id=row["id"],
             created_at=row["created_at"],
@@ -321,8 +323,8 @@ class SQLiteStore:
             cost_usd=row["cost_usd"],
             compression_count=row["compression_count"],
             guards=Guards(row["cooldown_until"], row["fallback_streak"], row["ineffective_count"]),
-            message_count=row["message_count"] if "message_count" in keys else 0,
-            active_count=row["active_count"] if "active_count" in keys else 0,
+            message_count=row["message_count"],
+            active_count=row["active_count"],
         )
 
     def _fetch_sessions(self, where: str, params: Sequence[Any]) -> list[Session]:
@@ -502,19 +504,6 @@ class SQLiteStore:
         )
         if not rows:
             raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
-        return [r[0] for r in rows]
-
-    @_errors("reading child sessions")
-    def children(self, session_id: str) -> list[str]:
-        """Sessions whose parent is ``session_id`` (rotations and branches), oldest first."""
-        rows = (
-            self._conn()
-            .execute(
-                "SELECT id FROM sessions WHERE parent_session_id = ? ORDER BY created_at, id",
-                (session_id,),
-            )
-            .fetchall()
-        )
         return [r[0] for r in rows]
 
     # -- messages ---------------------------------------------------------------------------
