@@ -55,7 +55,7 @@ from pydantic import BaseModel, ValidationError
 
 from hermes_host.config import HooksSection
 from hermes_host.hookspecs import DEFAULT_TIMEOUTS, MEMORY_HOOKS
-from hermes_host.messages import check_invariants
+from hermes_host.messages import IMMUTABLE_TYPES, check_invariants, copy_data
 from hermes_host.models import (
     CompressDecision,
     CompressResult,
@@ -320,32 +320,18 @@ _PLAIN_TYPES: tuple[type, ...] = (
 )
 
 
-_IMMUTABLE = frozenset({str, int, float, bool, type(None), bytes})
-
-
 def _copy_data(value: Any) -> Any:
-    """Deep copy of JSON-like data and pydantic models, 3-4x faster than ``copy.deepcopy``.
-
-    No memo: a message list is a tree, so an object referenced twice in the request (say
-    ``incoming_message`` and ``messages[-1]``) becomes two independent copies.  Other types
-    fall back to ``copy.deepcopy``."""
-    kind = type(value)
-    if kind in _IMMUTABLE:
-        return value
-    if kind is dict:
-        return {k: _copy_data(v) for k, v in value.items()}
-    if kind is list:
-        return [_copy_data(v) for v in value]
+    """:func:`hermes_host.messages.copy_data`, and pydantic models field by field."""
     if isinstance(value, BaseModel):
         return _copy_model(value, share_handles=False)
-    return copy.deepcopy(value)
+    return copy_data(value)
 
 
 def _copy_model(model: BaseModel, *, share_handles: bool) -> BaseModel:
     copied = model.__copy__()  # pydantic's own shallow copy (fields set, extras, private)
     fields = copied.__dict__
     for name, value in fields.items():
-        if type(value) in _IMMUTABLE:
+        if type(value) in IMMUTABLE_TYPES:
             continue
         if share_handles and not isinstance(value, _PLAIN_TYPES):
             continue  # a handle (e.g. SelectRequest.history): shared by reference
