@@ -26,6 +26,7 @@ one summary block; if a selection would break one, the window is sent unchanged 
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import re
 from collections import Counter
@@ -67,6 +68,15 @@ _REQUEST_TERMS = 40  # terms kept per request
 _DIGEST_KEPT = 6  # request excerpts kept per topic (its digest)
 _DIGEST_CHARS = 160  # of each excerpt
 _REDACTED_STEM = REDACTED.rstrip("]")  # a name cut at the marker's "]" (a URL)
+
+
+@functools.lru_cache(maxsize=4096)
+def _message_names(text: str) -> frozenset[str]:
+    """The names one message mentions.  Left-out turns are the same messages turn after turn,
+    so this is cached by text (it depends on nothing else).  Names come from the redacted
+    text: a bare hex id is a commit hash or the value of an ``API_KEY=`` line, and only the
+    line's context tells which."""
+    return frozenset(n for n in names(redact(text)) if _REDACTED_STEM not in n)
 
 
 class TopicRouterOptionsError(ValueError):
@@ -517,13 +527,15 @@ class TopicRouter:
         counts: Counter[str] = Counter()
         for seg in omitted:
             for message in messages[seg.start : seg.end]:
-                # Names come from the redacted text: a bare hex id is a commit hash or the
-                # value of an ``API_KEY=`` line, and only the line's context tells which.
-                text = redact(text_of(message)[:_REPLY_CHARS])
-                counts.update(n for n in set(names(text)) if _REDACTED_STEM not in n)
+                counts.update(_message_names(text_of(message)[:_REPLY_CHARS]))
         ranked = sorted(counts, key=lambda n: (-counts[n], n))
-        shown = [n for n in ranked if n not in kept_text and not contains_secret(n)]
-        return shown[: self.options.note_names]
+        shown: list[str] = []
+        for name in ranked:
+            if len(shown) >= self.options.note_names:
+                break
+            if name not in kept_text and not contains_secret(name):
+                shown.append(name)
+        return shown
 
     def _with_note(
         self,
