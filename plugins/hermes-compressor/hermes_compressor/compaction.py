@@ -40,6 +40,7 @@ from hermes_host.llm.base import (
     SummaryJob,
     TransientSummaryError,
 )
+from hermes_host.llm.offline import first_user_request
 from hermes_host.messages import (
     check_invariants,
     normalize_alternation,
@@ -139,11 +140,10 @@ def _snapshot_source(previous: str | None, middle: Sequence[Message]) -> str | N
         body = section_body(previous, SNAPSHOT)
         if body:
             return body
-    users = [text_of(m).strip() for m in middle if is_actionable_user(m)]
-    users = [u for u in users if u]
-    if not users:
+    # the same choice the offline summariser makes (platform injections are not requests)
+    text = first_user_request(middle)
+    if not text:
         return None
-    text = users[0]
     return text if len(text) <= 1500 else text[:1500] + "…"
 
 

@@ -313,3 +313,20 @@ def test_r6_11_provenance_check_drops_invented_files() -> None:
     block = next(m for m in result.messages if is_summary(m))["content"]
     assert "src/m1.py" in block and "notes without a path" in block
     assert "invented_module.py" not in block
+
+
+def test_snapshot_fallback_is_the_first_real_request_not_a_platform_injection() -> None:
+    """The snapshot the summary must carry is chosen as the offline summariser chooses it:
+    a skill preamble or a continuation notice is not the user's request (found in review)."""
+    from hermes_compressor.compaction import _snapshot_source
+
+    middle = [
+        {"role": "user", "content": "Base directory for this skill: /skills/pdf\n\nUse it."},
+        {"role": "assistant", "content": "Loaded."},
+        {"role": "user",
+         "content": "This session is being continued from a previous conversation."},
+        {"role": "assistant", "content": "OK."},
+        {"role": "user", "content": "Fix the flaky parser test in tests/test_parse.py"},
+    ]
+    assert _snapshot_source(None, middle) == "Fix the flaky parser test in tests/test_parse.py"
+    assert _snapshot_source(None, middle[:2]) is None
