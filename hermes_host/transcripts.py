@@ -37,6 +37,7 @@ __all__ = [
     "TranscriptTurn",
     "iter_jsonl_objects",
     "load_transcript",
+    "read_text",
 ]
 
 
@@ -121,20 +122,27 @@ def _system_text(message: Message) -> str:
     return ""
 
 
+def read_text(path: Path, error: type[TranscriptError] = TranscriptError) -> str:
+    """The file's text (a UTF-8 BOM dropped), or ``error`` naming what is wrong: missing,
+    unreadable, a directory, or not UTF-8 (with the line of the first bad byte)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise error(path, None, "file not found") from None
+    except IsADirectoryError:
+        raise error(path, None, "is a directory, expected a file") from None
+    except OSError as exc:
+        raise error(path, None, f"cannot read file: {exc.strerror or exc}") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise error(path, raw[: exc.start].count(b"\n") + 1, "not valid UTF-8") from None
+
+
 def load_transcript(path: str | os.PathLike[str]) -> Transcript:
     """Read and validate ``path``; raise :class:`TranscriptError` naming the line."""
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise TranscriptError(p, None, "file not found") from None
-    except OSError as exc:
-        raise TranscriptError(p, None, f"cannot read file: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        bad_line = raw[: exc.start].count(b"\n") + 1
-        raise TranscriptError(p, bad_line, "not valid UTF-8") from None
+    text = read_text(p)
 
     system_prompt: str | None = None
     messages: list[Message] = []

@@ -153,9 +153,9 @@ def test_export_json_wraps_session_and_messages(populated: tuple[Path, str, str]
     ("content", "expected"),
     [
         ('{"role":"user","content":"hi"}\n\n{"role":"bogus"}\n', ":3: unknown role 'bogus'"),
-        ('{"role":"user","content":"hi"}\n{oops\n', ":2: not valid JSON"),
+        ('{"role":"user","content":"hi"}\n{oops\n', ":2: not a JSON object (JSONL expects"),
         ('{"role":"tool","content":"x"}\n', ":1: a tool message needs a string 'tool_call_id'"),
-        ("[1, 2]\n", ":1: expected an object"),
+        ("[1, 2]\n", ":1: expected a JSON object, got list"),
         ("\n\n", "no messages found"),
     ],
 )

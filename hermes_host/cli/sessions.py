@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -28,6 +29,7 @@ from hermes_host.store import (
     open_store,
 )
 from hermes_host.store.sqlite import SQLiteStore
+from hermes_host.transcripts import TranscriptError, iter_jsonl_objects, read_text
 
 from .config_cmd import config_option, load_config_or_fail
 from .config_cmd import console as make_console
@@ -339,27 +341,15 @@ def export_cmd(
 
 
 def _read_jsonl(path: Path) -> tuple[list[Message], list[int]]:
-    """Messages and the line number of each; exits 2 naming the line on bad input."""
+    """Messages and the line number of each; exits 2 naming the line on bad input (the
+    wording every transcript reader shares)."""
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        fail(f"{path}: cannot read: {exc.strerror or exc}")
-    messages: list[Message] = []
-    lines: list[int] = []
-    for number, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except UnicodeDecodeError:
-            fail(f"{path}:{number}: not UTF-8 text")
-        except json.JSONDecodeError as exc:
-            fail(f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno})")
-        messages.append(value)
-        lines.append(number)
-    if not messages:
+        numbered = list(iter_jsonl_objects(read_text(path), partial(TranscriptError, path)))
+    except TranscriptError as exc:
+        fail(str(exc))
+    if not numbered:
         fail(f"{path}: no messages found (expected one JSON object per line)")
-    return messages, lines
+    return [value for _, value in numbered], [number for number, _ in numbered]
 
 
 @sessions.command("import")

@@ -19,6 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from hermes_host import transcripts
 from hermes_host.messages import validate_messages
 from hermes_host.models import Message
 from hermes_host.transcripts import TranscriptError, iter_jsonl_objects
@@ -84,20 +85,7 @@ class ImportResult:
 def read_text(path: Path) -> str:
     """The file's text, or :class:`TranscriptImportError` naming what is wrong (missing,
     unreadable, not UTF-8 — with the line of the first bad byte)."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise TranscriptImportError(path, None, "file not found") from None
-    except IsADirectoryError:
-        raise TranscriptImportError(path, None, "is a directory, expected a file") from None
-    except OSError as exc:
-        reason = f"cannot read file: {exc.strerror or exc}"
-        raise TranscriptImportError(path, None, reason) from None
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise TranscriptImportError(path, line, "not valid UTF-8") from None
+    return transcripts.read_text(path, TranscriptImportError)
 
 
 def iter_json_records(path: Path, text: str, *, allow_array: bool = False) -> Iterator[Record]:
