@@ -106,6 +106,25 @@ CATCH_UP_PER_WRITE = 1_000
 the trigram index catches up over the next turns without one turn paying for an import."""
 
 
+def _title_base(title: str) -> str:
+    """``name`` of ``name #3`` (and of ``name``)."""
+    match = _TITLE_NUMBER.match(title)
+    return match.group(1) if match else title
+
+
+def _numbered(conn: sqlite3.Connection, base: str) -> list[tuple[int, str]]:
+    """``(N, session id)`` of every session titled ``base #N``: a lineage's rotations."""
+    rows = conn.execute(
+        "SELECT id, title FROM sessions WHERE substr(title, 1, ?) = ?",
+        (len(base) + 2, base + " #"),
+    ).fetchall()
+    return [
+        (int(m.group(2)), sid)
+        for sid, title in rows
+        if (m := _TITLE_NUMBER.match(title)) and m.group(1) == base
+    ]
+
+
 def _translate(path: Path, exc: BaseException, action: str) -> StoreError:
     text = str(exc)
     low = text.lower()
@@ -922,18 +941,8 @@ class SQLiteStore:
     @staticmethod
     def _next_title(conn: sqlite3.Connection, title: str) -> str:
         """``name`` → ``name #2`` → ``name #3`` (R-8.1), skipping numbers already taken."""
-        match = _TITLE_NUMBER.match(title)
-        base = match.group(1) if match else title
-        rows = conn.execute(
-            "SELECT title FROM sessions WHERE title = ? OR substr(title, 1, ?) = ?",
-            (base, len(base) + 2, base + " #"),
-        ).fetchall()
-        highest = 1
-        for (existing,) in rows:
-            found = _TITLE_NUMBER.match(existing)
-            if found and found.group(1) == base:
-                highest = max(highest, int(found.group(2)))
-        return f"{base} #{highest + 1}"
+        base = _title_base(title)
+        return f"{base} #{max((n for n, _ in _numbered(conn, base)), default=1) + 1}"
 
     # -- search -----------------------------------------------------------------------------
 
@@ -1020,17 +1029,7 @@ class SQLiteStore:
             return self.get_session(key)
         row = conn.execute("SELECT id FROM sessions WHERE title = ?", (key,)).fetchone()
         if row is None:
-            match = _TITLE_NUMBER.match(key)
-            base = match.group(1) if match else key
-            candidates = conn.execute(
-                "SELECT id, title FROM sessions WHERE substr(title, 1, ?) = ?",
-                (len(base) + 2, base + " #"),
-            ).fetchall()
-            numbered = [
-                (int(m.group(2)), sid)
-                for sid, title in candidates
-                if (m := _TITLE_NUMBER.match(title)) and m.group(1) == base
-            ]
+            numbered = _numbered(conn, _title_base(key))
             if not numbered:
                 raise SessionNotFoundError(
                     f"no session with id or title {by!r} in {self.path}; "
