@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,7 @@ __all__ = [
     "normalize_alternation",
     "repair_tool_pairs",
     "sanitize_for_wire",
+    "strip_reference_blocks",
     "text_of",
     "tool_call_ids",
     "turn_starts",
@@ -115,6 +117,27 @@ def is_summary(message: Message) -> bool:
         return True
     text = text_of(message).lstrip()
     return text.startswith(SUMMARY_PREFIX) or text.startswith(LEGACY_SUMMARY_PREFIX)
+
+
+# A turn-scoped block an engine of the select_context chain writes into a message opens with
+# a bracketed header naming it reference only ("[TOPIC ROUTER — REFERENCE ONLY]",
+# "[RETRIEVED CONTEXT — REFERENCE ONLY]") and closes with the first "[END …]" after it.
+_REFERENCE_BLOCK = re.compile(
+    r"\[[^\]\n]{0,80}REFERENCE ONLY[^\]\n]{0,40}\].*?\[END [^\]\n]{0,80}\][ \t]*\n*", re.S
+)
+
+
+def strip_reference_blocks(text: str) -> str:
+    """``text`` without the turn-scoped reference blocks engines injected into it.
+
+    Such a block is background for the model, not what the user asked, so an engine that
+    reads the user's words (to search, or to recognise a turn) strips every engine's blocks,
+    its own included.  A header without its ``[END …]`` marker is left alone, so the user's
+    words are never cut off.  Write your own blocks by the same convention.
+    """
+    if "REFERENCE ONLY" not in text:
+        return text
+    return _REFERENCE_BLOCK.sub("", text).strip()
 
 
 IMMUTABLE_TYPES = frozenset({str, int, float, bool, type(None), bytes})

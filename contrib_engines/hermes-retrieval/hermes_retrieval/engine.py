@@ -38,11 +38,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hermes_host import SelectRequest, SelectResult, hookimpl
 from hermes_host.config import parse_engine_options
-from hermes_host.messages import is_summary, text_of
+from hermes_host.messages import is_summary, strip_reference_blocks, text_of
 from hermes_host.models import Message
 from hermes_host.redact import contains_secret, redact
 from hermes_host.tokens import count_messages, count_text
-from hermes_retrieval.query import SearchTerm, extract_terms, names_in, strip_reference_blocks
+from hermes_retrieval.query import SearchTerm, extract_terms, names_in
 
 __all__ = [
     "BLOCK_END",

@@ -16,16 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["SearchTerm", "extract_terms", "names_in", "strip_reference_blocks"]
-
-# A turn-scoped block an engine of the select_context chain wrote into a message: it opens
-# with a bracketed header naming it reference only ("[TOPIC ROUTER — REFERENCE ONLY]",
-# "[RETRIEVED CONTEXT — REFERENCE ONLY]") and closes with the first "[END …]" marker after it.
-# Matched by that convention, not by any one engine's text (retrieval depends on no other
-# engine package).
-_REFERENCE_BLOCK = re.compile(
-    r"\[[^\]\n]{0,80}REFERENCE ONLY[^\]\n]{0,40}\].*?\[END [^\]\n]{0,80}\][ \t]*\n*", re.S
-)
+__all__ = ["SearchTerm", "extract_terms", "names_in"]
 
 # Order matters: earlier kinds claim their text first, so a URL is not also mined for paths.
 _PATTERNS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
@@ -60,18 +51,6 @@ _STOPWORDS = frozenset(
     lines change changes make made try tried again show shows showing now can't don't
     """.split()
 )
-
-
-def strip_reference_blocks(text: str) -> str:
-    """``text`` without the reference blocks other engines (or this one) injected into it.
-
-    Such a block is background for the model, not what the user asked: its names (the topic
-    router's list of left-out files, say) must not become this turn's search terms.  A header
-    without its ``[END …]`` marker is left alone, so the user's words are never cut off.
-    """
-    if "REFERENCE ONLY" not in text:
-        return text
-    return _REFERENCE_BLOCK.sub("", text).strip()
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,9 @@ import pytest
 from retrieval_helpers import SYSTEM, FtsHistory, assistant, user
 
 from hermes_host import SelectRequest
-from hermes_host.messages import text_of
+from hermes_host.messages import strip_reference_blocks, text_of
 from hermes_retrieval import Retrieval
 from hermes_retrieval.engine import BLOCK_END, BLOCK_START
-from hermes_retrieval.query import strip_reference_blocks
 
 # The topic router's note as that engine writes it (one line, "[… — REFERENCE ONLY] … [END …]");
 # written out here because retrieval must not depend on the router package.

@@ -28,7 +28,6 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
-import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,7 +37,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hermes_host import SelectRequest, SelectResult, hookimpl
 from hermes_host.config import parse_engine_options
-from hermes_host.messages import check_invariants, is_summary, normalize_alternation, text_of
+from hermes_host.messages import (
+    check_invariants,
+    is_summary,
+    normalize_alternation,
+    strip_reference_blocks,
+    text_of,
+)
 from hermes_host.models import Message
 from hermes_host.redact import REDACTED, contains_secret, redact
 from hermes_host.tokens import count_messages
@@ -57,10 +62,6 @@ __all__ = [
 STATE_VERSION = 1
 NOTE_START = "[TOPIC ROUTER — REFERENCE ONLY]"
 NOTE_END = "[END TOPIC ROUTER NOTE]"
-# A turn-scoped block another engine prepended ("[X — REFERENCE ONLY] … [END X]").
-_REFERENCE_BLOCK = re.compile(
-    r"\A\s*\[[^\]\n]{0,80}REFERENCE ONLY\].*?\[END [^\]\n]{0,80}\]\s*", re.S
-)
 _REPLY_CHARS = 6000  # of one turn's replies folded into its topic's profile
 _TOOL_CHARS = 300  # of each tool output (mostly noise for topic vocabulary)
 _REQUESTS_KEPT = 24  # recent requests per topic, compared one by one
@@ -135,14 +136,6 @@ class Segment:
     request: str = ""
 
 
-def _strip_reference_blocks(text: str) -> str:
-    while True:
-        stripped = _REFERENCE_BLOCK.sub("", text, count=1)
-        if stripped == text:
-            return text
-        text = stripped
-
-
 def _turn_key(previous: str, text: str) -> str:
     """Identifies a turn across calls: its request and the request before it ("/undo" and
     "do that" recur, a pair of them rarely does)."""
@@ -169,7 +162,7 @@ def split_turns(messages: list[Message]) -> list[Segment]:
         elif is_summary(message):
             segments.append(Segment("summary", i, i + 1))
         elif _starts_turn(message):
-            text = _strip_reference_blocks(text_of(message))
+            text = strip_reference_blocks(text_of(message))
             segments.append(Segment("turn", i, i + 1, "", text))
         elif segments:
             segments[-1].end = i + 1
