@@ -15,7 +15,6 @@ Transcripts come from ``$HERMES_HOST_TRANSCRIPTS`` (default ``../shared/data/tra
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 
 from hermes_host.config import HermesConfig, parse_config
 from hermes_host.evaluation import EvalRun, evaluate, parse_engine_sets, summarise_runs
+from hermes_host.testing.generate import interleave_transcripts
 
 ROOT = Path(__file__).resolve().parents[1]
 TRANSCRIPTS = Path(
@@ -43,27 +43,6 @@ def _config(context_length: int, retrieval: dict[str, object] | None = None) -> 
         "memory": {"providers": []},
         "engines": {"retrieval": retrieval or {}},
     })
-
-
-def _turns(path: Path) -> list[list[dict[str, object]]]:
-    turns: list[list[dict[str, object]]] = [[]]
-    for line in path.read_text(encoding="utf-8").splitlines():
-        message = json.loads(line)
-        if message["role"] == "user" and any(m["role"] == "assistant" for m in turns[-1]):
-            turns.append([])
-        turns[-1].append(message)
-    return turns
-
-
-def interleave(paths: list[Path], out: Path, block: int = 4) -> Path:
-    """Alternate ``block`` turns of each session: one session, two topics."""
-    a, b = (_turns(p) for p in paths)
-    with out.open("w", encoding="utf-8") as fh:
-        for i in range(0, max(len(a), len(b)), block):
-            for turn in a[i : i + block] + b[i : i + block]:
-                for message in turn:
-                    fh.write(json.dumps(message) + "\n")
-    return out
 
 
 def _fmt(value: float | None) -> str:
@@ -129,7 +108,9 @@ def main() -> None:
     print()
 
     with tempfile.TemporaryDirectory() as tmp:
-        mixed = interleave([TRANSCRIPTS / n for n in AIDER_FILES], Path(tmp) / "aider-mixed.jsonl")
+        mixed = interleave_transcripts(
+            [TRANSCRIPTS / n for n in AIDER_FILES], Path(tmp) / "aider-mixed.jsonl"
+        )
         for ctx in (8_000, 16_000):
             sets = []
             for spec in ("compressor", "compressor+topic_router",

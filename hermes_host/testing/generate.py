@@ -34,6 +34,7 @@ __all__ = [
     "Session",
     "adversarial_sessions",
     "generated_sessions",
+    "interleave_transcripts",
     "realistic_sessions",
     "transcript_sessions",
 ]
@@ -414,4 +415,30 @@ def transcript_sessions(directory: str | Path) -> list[Session]:
                                f"{path.name} up to message {cut + 1}", window, reason))
     if not out:
         raise FileNotFoundError(f"--hermes-transcripts: no *.jsonl files in {root}")
+    return out
+
+
+def _transcript_turns(path: Path) -> list[list[Message]]:
+    turns: list[list[Message]] = [[]]
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        if message.get("role") == "user" and any(m.get("role") == "assistant" for m in turns[-1]):
+            turns.append([])
+        turns[-1].append(message)
+    return turns
+
+
+def interleave_transcripts(paths: list[Path], out: Path, block: int = 4) -> Path:
+    """Write one session that alternates ``block`` turns of each transcript in ``paths``:
+    a multi-topic session built from real ones (no recorded transcript switches topics).
+    The topic-routing benchmark and its test use the same session."""
+    sessions = [_transcript_turns(p) for p in paths]
+    with out.open("w", encoding="utf-8") as fh:
+        for i in range(0, max(len(t) for t in sessions), block):
+            for turns in sessions:
+                for turn in turns[i : i + block]:
+                    for message in turn:
+                        fh.write(json.dumps(message) + "\n")
     return out

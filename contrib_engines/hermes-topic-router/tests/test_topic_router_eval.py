@@ -8,7 +8,6 @@ is exact; skipped when the transcripts are absent.
 
 from __future__ import annotations
 
-import json
 import os
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 
 from hermes_host.config import parse_config
 from hermes_host.evaluation import evaluate, parse_engine_sets
+from hermes_host.testing.generate import interleave_transcripts
 
 TRANSCRIPTS = Path(
     os.environ.get("HERMES_HOST_TRANSCRIPTS")
@@ -24,27 +24,6 @@ TRANSCRIPTS = Path(
 )
 AIDER = [TRANSCRIPTS / "aider-2024-08-13-1342.jsonl", TRANSCRIPTS / "aider-2024-08-06-0855.jsonl"]
 ENGINES = {e.name for e in entry_points(group="hermes_host.context_engines")}
-
-
-def _turns(path: Path) -> list[list[dict]]:
-    turns: list[list[dict]] = [[]]
-    for line in path.read_text(encoding="utf-8").splitlines():
-        message = json.loads(line)
-        if message["role"] == "user" and any(m["role"] == "assistant" for m in turns[-1]):
-            turns.append([])
-        turns[-1].append(message)
-    return turns
-
-
-def _interleaved(out: Path) -> Path:
-    """The benchmark's two-topic session: four turns of one session, four of the other."""
-    a, b = (_turns(p) for p in AIDER)
-    with out.open("w", encoding="utf-8") as fh:
-        for i in range(0, max(len(a), len(b)), 4):
-            for turn in a[i : i + 4] + b[i : i + 4]:
-                for message in turn:
-                    fh.write(json.dumps(message) + "\n")
-    return out
 
 
 @pytest.mark.skipif(
@@ -63,7 +42,7 @@ def test_fewer_tokens_than_compressor_alone_with_recall_no_lower(
         "summarizer": {"provider": "offline"},
         "memory": {"providers": []},
     })
-    mixed = _interleaved(tmp_path / "aider-mixed.jsonl")
+    mixed = interleave_transcripts(AIDER, tmp_path / "aider-mixed.jsonl")  # as the benchmark
     base, routed = evaluate(
         config, [mixed], parse_engine_sets("compressor,compressor+topic_router")
     )
