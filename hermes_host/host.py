@@ -77,7 +77,7 @@ from hermes_host.store import (
     WindowMarker,
     open_store,
 )
-from hermes_host.tokens import TokenCounter
+from hermes_host.tokens import RunningTotal, TokenCounter
 
 __all__ = [
     "COMPACTED_MARKER",
@@ -487,7 +487,7 @@ class Session:
         "Compacting context" marker *before* the summariser runs, so a front end can show a
         "Summarizing…" state instead of a silent pause.  Exceptions it raises are ignored."""
         self._window_cache: tuple[tuple[int, int], list[Message], int] | None = None
-        self._window_counts: list[int] = []  # per message of the cached window
+        self._running = RunningTotal(counter=host.tokens)  # per message of the cached window
         # Read before ``window`` was (see ContextHost.resume): a write in between then shows
         # up as a difference at the next check instead of going unnoticed.
         self._marker = marker if marker is not None else host.store.window_marker(session_id)
@@ -615,10 +615,9 @@ class Session:
             if old != new:
                 break
             same += 1
-        counts = self._window_counts[:same]
-        counts.extend(self.host.tokens.count(m) for m in built[same:])
-        self._window_counts = counts
-        return sum(counts)
+        self._running.truncate(same)
+        self._running.extend(built[same:])
+        return self._running.total
 
     @property
     def window_tokens(self) -> int:
