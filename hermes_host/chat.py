@@ -29,7 +29,7 @@ import anthropic
 
 from hermes_host.host import CompressionReport, ContextHost, Session, TurnOutcome
 from hermes_host.llm.anthropic_summarizer import classify_status_error
-from hermes_host.messages import is_summary, text_of, turn_starts
+from hermes_host.messages import is_summary, one_line, text_of, turn_starts
 from hermes_host.models import Message
 from hermes_host.store import StoreError, TitleConflictError
 
@@ -488,14 +488,14 @@ class ChatController:
             f"would summarise {len(summarised)} of {len(window_before)} messages:",
         ]
         for message in summarised[:8]:
-            lines.append(f"  - {message.get('role')}: {_short(text_of(message), 70)}")
+            lines.append(f"  - {message.get('role')}: {one_line(text_of(message), 70)}")
         if len(summarised) > 8:
             lines.append(f"  … and {len(summarised) - 8} more")
         summary = next((m for m in kept if is_summary(m) and _key(m) not in before_set), None)
         if summary is not None:
             body = text_of(summary).split("\n\n", 1)[-1]  # past the prefix
             lines.append(f"new summary ({len(text_of(summary)):,} chars) starts: "
-                         f"{_short(body, 160)}")
+                         f"{one_line(body, 160)}")
         lines.append(f"would keep {len(kept)} messages; run /compress without --preview to "
                      "commit")
         self.ui.info("\n".join(lines))
@@ -656,7 +656,7 @@ def _describe_select(entry: Mapping[str, Any]) -> str:
     if not isinstance(decision, Mapping):
         return f"{engine}: {entry.get('error') or entry.get('provenance')}"
     fields = [
-        f"{k}={_short(str(v), 40)}" for k, v in decision.items()
+        f"{k}={one_line(str(v), 40)}" for k, v in decision.items()
         if k not in ("engine", "tokens_before", "tokens_after")
         and isinstance(v, str | int | float | bool) and v != ""
     ][:7]
@@ -671,11 +671,6 @@ def _key(message: Message) -> str:
         {k: v for k, v in message.items() if not str(k).startswith("_")},
         sort_keys=True, default=str,
     )
-
-
-def _short(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _clock(ts: float) -> str:

@@ -34,6 +34,7 @@ __all__ = [
     "copy_data",
     "is_summary",
     "normalize_alternation",
+    "one_line",
     "repair_tool_pairs",
     "sanitize_for_wire",
     "strip_reference_blocks",
@@ -155,6 +156,13 @@ def copy_data(value: Any) -> Any:
     if kind is list:
         return [copy_data(v) for v in value]
     return copy.deepcopy(value)
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line (whitespace runs become one space), cut to ``limit`` characters
+    with "…" — for tables, recaps and status lines."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def turn_starts(window: Sequence[Message]) -> list[int]:

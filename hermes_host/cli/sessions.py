@@ -19,7 +19,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from hermes_host.messages import MessageError, text_of, validate_messages
+from hermes_host.messages import MessageError, one_line, text_of, validate_messages
 from hermes_host.models import Message
 from hermes_host.store import (
     Session,
@@ -98,14 +98,9 @@ def _status(session: Session) -> str:
     return ", ".join(flags) or "open"
 
 
-def _one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 def _describe(message: Message, limit: int) -> str:
     """One line for a bookend: its text, or the tools it called."""
-    text = _one_line(text_of(message), limit)
+    text = one_line(text_of(message), limit)
     if text:
         return text
     names = [
@@ -266,7 +261,7 @@ def search_cmd(
         )
         for m in hit.before:
             console.print(f"  [dim]{m.role}: {escape(_describe(m.message, 120))}[/dim]")
-        console.print(f"  [bold]{hit.role}: {escape(_one_line(hit.content, 200))}[/bold]")
+        console.print(f"  [bold]{hit.role}: {escape(one_line(hit.content, 200))}[/bold]")
         for m in hit.after:
             console.print(f"  [dim]{m.role}: {escape(_describe(m.message, 120))}[/dim]")
         console.print()

@@ -47,7 +47,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_host.llm.base import SUMMARY_SECTIONS, SummaryJob
-from hermes_host.messages import LEGACY_SUMMARY_PREFIX, SUMMARY_PREFIX, is_summary, text_of
+from hermes_host.messages import (
+    LEGACY_SUMMARY_PREFIX,
+    SUMMARY_PREFIX,
+    is_summary,
+    one_line,
+    text_of,
+)
 from hermes_host.models import Message
 from hermes_host.redact import REDACTED, redact, redact_messages
 from hermes_host.tokens import count_text
@@ -150,11 +156,6 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_SPLIT_RE.split(text) if s and s.strip()]
 
 
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def _scan_window(text: str) -> str:
     """Head and tail of a huge text: errors and summaries live at the ends."""
     if len(text) <= _SCAN_HEAD + _SCAN_TAIL:
@@ -253,8 +254,8 @@ def _error_line(text: str) -> str | None:
     if not lines:
         return None
     if "Traceback (most recent call last)" in window:
-        return _clip(lines[-1], _MAX_OUTCOME)
-    return _clip(lines[0], _MAX_OUTCOME)
+        return one_line(lines[-1], _MAX_OUTCOME)
+    return one_line(lines[0], _MAX_OUTCOME)
 
 
 @dataclass
@@ -307,7 +308,7 @@ def _describe_call(name: str, args: dict[str, Any] | str) -> tuple[str, str, str
     """(VERB, target, key) for one tool call."""
     lname = name.lower()
     if isinstance(args, str):
-        target = f"`{_clip(args, _MAX_TARGET)}`" if args.strip() else "(no arguments)"
+        target = f"`{one_line(args, _MAX_TARGET)}`" if args.strip() else "(no arguments)"
         verb = "RAN" if any(w in lname for w in ("bash", "shell", "terminal", "exec")) else \
             name.upper()
         return verb, target, args.strip()[:200]
@@ -318,11 +319,11 @@ def _describe_call(name: str, args: dict[str, Any] | str) -> tuple[str, str, str
     if command is not None and not (path and "editor" in lname):
         first = command.strip().splitlines()[0] if command.strip() else command
         more = " …" if command.strip().count("\n") else ""
-        return "RAN", f"`{_clip(first, _MAX_TARGET)}`{more}", _command_key(first)
+        return "RAN", f"`{one_line(first, _MAX_TARGET)}`{more}", _command_key(first)
     for key in ("query", "pattern", "q", "search", "regex"):
         if isinstance(args.get(key), str):
             where = args.get("path") or args.get("glob") or ""
-            target = f"`{_clip(args[key], 80)}`" + (f" in `{where}`" if where else "")
+            target = f"`{one_line(args[key], 80)}`" + (f" in `{where}`" if where else "")
             return "SEARCHED", target, f"{key}:{args[key]}"
     if path is not None:
         if any(w in lname for w in ("read", "view", "cat", "open", "get")):
@@ -340,10 +341,10 @@ def _describe_call(name: str, args: dict[str, Any] | str) -> tuple[str, str, str
         if isinstance(args.get(key), str):
             return "FETCHED" if "fetch" in lname else "OPENED", args[key], args[key]
     shown = ", ".join(
-        f"{k}={_clip(json.dumps(v, ensure_ascii=False, default=str), 40)}"
+        f"{k}={one_line(json.dumps(v, ensure_ascii=False, default=str), 40)}"
         for k, v in list(args.items())[:4]
     )
-    return name.upper(), f"({_clip(shown, _MAX_TARGET)})" if shown else "()", \
+    return name.upper(), f"({one_line(shown, _MAX_TARGET)})" if shown else "()", \
         f"{name}:{shown}"
 
 
@@ -453,7 +454,7 @@ class _Extractor:
             m = re.match(r"Commit ([0-9a-f]{7,40}) (.+)", line)
             if m:
                 self.facts.actions.append(_Action("COMMITTED", m.group(1), "aider",
-                                                  _clip(m.group(2), _MAX_OUTCOME), True,
+                                                  one_line(m.group(2), _MAX_OUTCOME), True,
                                                   f"commit:{m.group(1)}"))
                 self.facts.identifiers[m.group(1)] += 2
 
@@ -464,7 +465,7 @@ class _Extractor:
             window = stripped[:6000]
             sentences = _sentences(window)
             if self.facts.first_assistant is None and sentences:
-                self.facts.first_assistant = _clip(sentences[0], 240)
+                self.facts.first_assistant = one_line(sentences[0], 240)
             self._index(window, weight=2)
             for s in sentences:
                 if 20 <= len(s) <= 320 and _DECISION_RE.search(s) and not (
@@ -474,7 +475,7 @@ class _Extractor:
             # answer to the user's questions: first sentence of the next assistant text
             if self.facts.questions and self._pending_answer:
                 q = self.facts.questions[self._pending_answer - 1]
-                answer = _clip(sentences[0], 200) if sentences else _clip(window, 200)
+                answer = one_line(sentences[0], 200) if sentences else one_line(window, 200)
                 self.facts.questions[self._pending_answer - 1] = f"Q: {q} → A: {answer}"
                 self._pending_answer = 0
         calls = m.get("tool_calls")
@@ -539,11 +540,11 @@ class _Extractor:
         if result is not None:
             bg = _BACKGROUND_RE.search(result)
             if bg:
-                self.facts.background.append(f"{bg.group(1)} (`{_clip(command, 80)}`)")
+                self.facts.background.append(f"{bg.group(1)} (`{one_line(command, 80)}`)")
             if _TEST_CMD_RE.search(command):
                 summary = [ln.strip() for ln in _TEST_SUMMARY_RE.findall(_scan_window(result))]
-                status = _clip(summary[-1], 160) if summary else outcome
-                self.facts.last_test = f"`{_clip(command.splitlines()[0], 100)}` — {status}"
+                status = one_line(summary[-1], 160) if summary else outcome
+                self.facts.last_test = f"`{one_line(command.splitlines()[0], 100)}` — {status}"
 
     def _record(self, action: _Action) -> None:
         self.facts.actions.append(action)
@@ -681,7 +682,7 @@ class _Composer:
             latest = facts.user_requests[-1]
             if len(facts.user_requests) == 1 and not prev_snapshot:
                 # the snapshot already quotes it in full: state the objective briefly
-                goal = _clip((_sentences(latest) or [latest])[0], 300)
+                goal = one_line((_sentences(latest) or [latest])[0], 300)
             else:
                 goal = "Latest user request: " + _truncate_verbatim(latest, 600)
         else:
@@ -691,7 +692,7 @@ class _Composer:
     def constraints(self) -> None:
         carried = _bullets(self.previous.get("Constraints & Preferences", ""))
         for n, c in enumerate(_dedupe(carried + self.facts.constraints)):
-            self.add("Constraints & Preferences", f"- {_clip(c, 300)}", 60, n)
+            self.add("Constraints & Preferences", f"- {one_line(c, 300)}", 60, n)
 
     def actions(self) -> None:
         """Previous actions verbatim (PRESERVE), then the new ones, numbering continued."""
@@ -769,7 +770,7 @@ class _Composer:
     def decisions(self) -> None:
         carried = _bullets(self.previous.get("Key Decisions", ""))
         for n, d in enumerate(_dedupe(carried + self.facts.decisions)[-40:]):
-            self.add("Key Decisions", f"- {_clip(d, 320)}", 50, n)
+            self.add("Key Decisions", f"- {one_line(d, 320)}", 50, n)
 
     def questions(self) -> None:
         carried = [q for q in _bullets(self.previous.get("Resolved Questions", ""))
@@ -779,7 +780,7 @@ class _Composer:
         if self.unattended:
             self.fixed["Resolved Questions"] = NO_USER_QUESTIONS
         for n, q in enumerate(_dedupe(carried + new)[-20:]):
-            self.add("Resolved Questions", f"- {_clip(q, 420)}", 45, n)
+            self.add("Resolved Questions", f"- {one_line(q, 420)}", 45, n)
 
     def files(self) -> None:
         carried = [re.sub(r"^`([^`]+)`.*$", r"\1", f)
@@ -793,14 +794,14 @@ class _Composer:
         ctx: list[tuple[str, int]] = []
         if job.memory_context and job.memory_context.strip():
             mem = redact(job.memory_context.strip())
-            ctx.append((f"Memory context (source: memory providers): {_clip(mem, 1200)}", 75))
+            ctx.append((f"Memory context (source: memory providers): {one_line(mem, 1200)}", 75))
         if facts.redacted or any(REDACTED in s for s in self.previous.values()):
             ctx.append(("Credentials were present in the conversation; their values are "
                         f"{REDACTED} and must be re-read from the environment, not guessed.", 90))
         for line in _bullets(self.previous.get("Critical Context", "")):
             if not line.startswith(("Credentials were present", "Memory context")):
                 ctx.append((line, 30))
-        errors = [_clip(e, 120) for e, _ in facts.errors.most_common(4)]
+        errors = [one_line(e, 120) for e, _ in facts.errors.most_common(4)]
         if errors:
             ctx.append(("Error messages seen: " + "; ".join(f"`{e}`" for e in errors), 55))
         if facts.urls:

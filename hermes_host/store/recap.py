@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from hermes_host.messages import is_summary, text_of
+from hermes_host.messages import is_summary, one_line, text_of
 from hermes_host.models import Message
 from hermes_host.store.base import Session
 
@@ -27,7 +27,7 @@ def _cut(text: str, limit: int) -> str:
 
 
 def _user_line(message: Message) -> str:
-    return _cut(" ".join(text_of(message).split()), USER_CHARS)
+    return one_line(text_of(message), USER_CHARS)
 
 
 def _assistant_text(message: Message) -> str:
@@ -89,7 +89,7 @@ def format_recap(session: Session, window: Sequence[Message]) -> str:
     if session.cwd:
         lines.append(f"Working directory: {session.cwd}")
     if session.goal:
-        lines.append(f"Goal: {_cut(' '.join(session.goal.split()), USER_CHARS)}")
+        lines.append(f"Goal: {one_line(session.goal, USER_CHARS)}")
     turns = _turns(window)
     shown = turns[-RECAP_TURNS:]
     if len(turns) > len(shown):
