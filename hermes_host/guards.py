@@ -25,6 +25,7 @@ __all__ = [
     "blocked_reason",
     "cleared_for_force",
     "host_decision",
+    "model_ratio",
     "threshold_tokens",
 ]
 
@@ -61,14 +62,19 @@ def cleared_for_force(guards: GuardState) -> GuardState:
     )
 
 
-def threshold_tokens(settings: CompressionSettings, context_length: int, model: str = "") -> int:
-    """``min(context_length × ratio, threshold_tokens)`` (R-4.2); the ratio is overridden by
-    the longest ``model_thresholds`` key that is a substring of ``model`` (R-4.4)."""
-    ratio = settings.threshold_percent
+def model_ratio(settings: CompressionSettings, model: str) -> float:
+    """``threshold_percent``, or the longest ``model_thresholds`` key that is a substring of
+    ``model`` (R-4.4) — engines that derive their own threshold start from the same ratio."""
     matches = [key for key in settings.model_thresholds if key and key in model]
     if matches:
-        ratio = settings.model_thresholds[max(matches, key=len)]
-    threshold = int(context_length * ratio)
+        return float(settings.model_thresholds[max(matches, key=len)])
+    return float(settings.threshold_percent)
+
+
+def threshold_tokens(settings: CompressionSettings, context_length: int, model: str = "") -> int:
+    """``min(context_length × ratio, threshold_tokens)`` (R-4.2), the ratio from
+    :func:`model_ratio`."""
+    threshold = int(context_length * model_ratio(settings, model))
     if settings.threshold_tokens is not None:
         threshold = min(threshold, settings.threshold_tokens)
     return max(1, threshold)

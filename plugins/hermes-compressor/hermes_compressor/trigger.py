@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 
+from hermes_host.guards import STREAK_LIMIT, model_ratio
 from hermes_host.models import (
     CompressDecision,
     CompressionSettings,
@@ -46,16 +47,8 @@ __all__ = [
 SMALL_WINDOW_TOKENS = 512_000
 MIN_CTX_TRIGGER_RATIO = 0.75
 TINY_WINDOW_RATIO = 0.85
-STREAK_LIMIT = 2
-"""Two ineffective compressions, or two fallbacks in a row, stop automatic compression."""
-
-
-def resolve_ratio(settings: CompressionSettings, model: str) -> float:
-    """``threshold_percent``, or the longest ``model_thresholds`` substring match (R-4.4)."""
-    matches = [key for key in settings.model_thresholds if key and key in model]
-    if matches:
-        return float(settings.model_thresholds[max(matches, key=len)])
-    return float(settings.threshold_percent)
+# The host's own guard limit and ratio rule (R-4.4, R-5.2): the engine must agree with them.
+resolve_ratio = model_ratio
 
 
 def threshold_tokens(
