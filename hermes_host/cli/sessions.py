@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -69,16 +70,30 @@ def _resolve_path(store_path: Path | None, config_path: Path | None) -> tuple[Pa
     return path, config.store.lease_ttl_seconds
 
 
-def _open(store_path: Path | None, config_path: Path | None, *, create: bool) -> StateStore:
-    """Open the store; reading commands refuse to create one where none exists."""
-    path, ttl = _resolve_path(store_path, config_path)
+@contextmanager
+def _opened(
+    store_path: Path | None,
+    config_path: Path | None,
+    *,
+    create: bool,
+    resolved: tuple[Path, float] | None = None,
+) -> Iterator[StateStore]:
+    """The store, open for the ``with`` block: reading commands refuse to create one where
+    none exists, a :class:`StoreError` becomes a one-line error, and it is always closed."""
+    path, ttl = resolved or _resolve_path(store_path, config_path)
     if not create and not path.exists():
         fail(f"{path}: no store here yet (it is created by the first session); "
              "pass --store PATH to use another one")
     try:
-        return open_store(path, lease_ttl=ttl)
+        store = open_store(path, lease_ttl=ttl)
     except StoreError as exc:
         fail(exc)
+    try:
+        yield store
+    except StoreError as exc:
+        fail(exc)
+    finally:
+        store.close()
 
 
 def _when(ts: float | None) -> str:
@@ -143,22 +158,17 @@ def list_cmd(
     user_id: str | None,
 ) -> None:
     """Sessions, most recent activity first."""
-    path, _ = _resolve_path(store_path, config_path)
+    path, ttl = _resolve_path(store_path, config_path)
     if not path.exists():
         if as_json:
             click.echo("[]")
         else:
             click.echo(f"No sessions yet ({path} does not exist).")
         return
-    store = _open(store_path, config_path, create=False)
-    try:
+    with _opened(store_path, config_path, create=False, resolved=(path, ttl)) as store:
         found = store.list_sessions(
             limit=limit, include_archived=include_archived, source=source, user_id=user_id
         )
-    except StoreError as exc:
-        fail(exc)
-    finally:
-        store.close()
     if as_json:
         click.echo(json.dumps([s.to_dict() for s in found], indent=2, ensure_ascii=False))
         return
@@ -184,15 +194,10 @@ def show_cmd(
     store_path: Path | None, config_path: Path | None, as_json: bool, session: str
 ) -> None:
     """One session (by id, title or ``last``): its fields and a compact recap."""
-    store = _open(store_path, config_path, create=False)
-    try:
+    with _opened(store_path, config_path, create=False) as store:
         found = store.resume(session)
         recap = store.recap(found.id)
         window = store.active_messages(found.id) if as_json else []
-    except StoreError as exc:
-        fail(exc)
-    finally:
-        store.close()
     if as_json:
         payload = {"session": found.to_dict(), "recap": recap, "window": window}
         click.echo(_dumps_line(payload))
@@ -239,13 +244,8 @@ def search_cmd(
 ) -> None:
     """Full-text search of every stored message (archived ones too), with the messages
     around each hit.  No LLM call."""
-    store = _open(store_path, config_path, create=False)
-    try:
+    with _opened(store_path, config_path, create=False) as store:
         hits = store.session_search(query, session_id, not no_lineage, limit)
-    except StoreError as exc:
-        fail(exc)
-    finally:
-        store.close()
     if as_json:
         click.echo(_dumps_line([h.to_dict() for h in hits]))
         return
@@ -275,13 +275,8 @@ def lineage_cmd(
 ) -> None:
     """The chain of sessions (root first) that compression rotations made of SESSION
     (an id, a title — whose newest session is used — or ``last``)."""
-    store = _open(store_path, config_path, create=False)
-    try:
+    with _opened(store_path, config_path, create=False) as store:
         chain = [store.get_session(sid) for sid in store.lineage(store.resume(session).id)]
-    except StoreError as exc:
-        fail(exc)
-    finally:
-        store.close()
     if as_json:
         click.echo(json.dumps([s.to_dict() for s in chain], indent=2, ensure_ascii=False))
         return
@@ -312,14 +307,9 @@ def export_cmd(
 ) -> None:
     """Every stored message of SESSION as OpenAI-format JSONL, verbatim (``_`` metadata
     included).  With ``--json``: one object with the session and its messages."""
-    store = _open(store_path, config_path, create=False)
-    try:
+    with _opened(store_path, config_path, create=False) as store:
         found = store.resume(session)
         rows = store.all_messages(found.id, include_inactive=not active_only)
-    except StoreError as exc:
-        fail(exc)
-    finally:
-        store.close()
     messages = [r.message for r in rows]
     if as_json:
         text = _dumps_line({"session": found.to_dict(), "messages": messages}) + "\n"
@@ -375,17 +365,12 @@ def import_cmd(
     first = messages[0]
     system_prompt = first["content"] if (
         first.get("role") == "system" and isinstance(first.get("content"), str)) else None
-    store = _open(store_path, config_path, create=True)
-    try:
+    with _opened(store_path, config_path, create=True) as store:
         session = store.create_session(title=title, source=source, model=model, cwd=cwd,
                                        system_prompt=system_prompt)
         ids = store.append_messages(session.id, messages)
         if isinstance(store, SQLiteStore):
             store.index_pending()  # a bulk write leaves substring indexing for later: do it now
-    except StoreError as exc:
-        fail(exc)
-    finally:
-        store.close()
     if as_json:
         click.echo(json.dumps({"session_id": session.id, "title": session.title,
                                "messages": len(ids), "store": store.location}))
