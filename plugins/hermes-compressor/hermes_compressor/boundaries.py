@@ -24,7 +24,6 @@ Tail rules, in the order they apply:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from hermes_host.messages import is_summary, text_of
 from hermes_host.models import Message
@@ -32,7 +31,6 @@ from hermes_host.models import Message
 __all__ = [
     "MIN_TAIL_MESSAGES",
     "SOFT_CEILING",
-    "Cut",
     "align_backward",
     "find_cut",
     "head_size",
@@ -43,18 +41,6 @@ MIN_TAIL_MESSAGES = 3
 """Compression needs head + at least this many tail messages + at least one middle (R-6.7)."""
 SOFT_CEILING = 1.5
 """The tail may exceed its budget up to this factor to honour the message-count floor."""
-
-
-@dataclass(frozen=True)
-class Cut:
-    """Where the window splits: ``head = [0, head_end)``, ``middle = [head_end, tail_start)``,
-    ``tail = [tail_start, n)``."""
-
-    head_end: int
-    tail_start: int
-
-    def has_middle(self) -> bool:
-        return self.tail_start > self.head_end
 
 
 def is_actionable_user(message: Message) -> bool:

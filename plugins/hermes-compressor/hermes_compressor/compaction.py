@@ -98,11 +98,11 @@ class _Counted:
         self.inner = inner
         self.name: str = inner.name
         self.calls_llm: bool = bool(inner.calls_llm)
-        self.calls = [0]
+        self.calls = 0
 
     def summarize(self, job: SummaryJob) -> str:
         if self.calls_llm:
-            self.calls[0] += 1
+            self.calls += 1
         return self.inner.summarize(job)
 
 
@@ -352,13 +352,13 @@ def compress_window(
                     make_job=lambda t, m, p, n: make_job(t, m, p, n, cap=n),
                 )
                 breaker.record(request.session_id, ok=True)
-                return finish(raw, "summarised", micro.calls[0], extra=["micro-compaction"])
+                return finish(raw, "summarised", micro.calls, extra=["micro-compaction"])
             except Exception as exc:
                 breaker.record(request.session_id, ok=False)
                 notes.append(f"micro-compaction failed ({type(exc).__name__}); batch summary used")
-                micro_calls = micro.calls[0]
+                micro_calls = micro.calls
             primary = _Counted(summarizers.primary())
-            primary.calls[0] += micro_calls
+            primary.calls += micro_calls
         else:
             primary = _Counted(summarizers.primary())
         raw = primary.summarize(job)
@@ -368,7 +368,7 @@ def compress_window(
         failure = exc
     except Exception as exc:  # a summariser bug must not lose the window
         failure = SummaryError(f"summariser error: {type(exc).__name__}")
-    calls = primary.calls[0] if primary else 0
+    calls = primary.calls if primary else 0
     if failure is None:
         # provenance: an LLM may only name files from the prompt it was sent
         llm = primary is not None and primary.calls_llm

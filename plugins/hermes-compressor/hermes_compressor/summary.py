@@ -70,7 +70,6 @@ PRUNED_SKILLS = "## Pruned Skills"
 class Extracted:
     messages: list[Message]
     previous_summary: str | None
-    blocks: int
 
 
 def _split_block(text: str) -> tuple[str, str]:
@@ -116,7 +115,7 @@ def extract_previous(messages: Sequence[Message]) -> Extracted:
         if rest or has_more_parts or message.get("tool_calls"):
             out.append(_unwrapped(message, rest))
     previous = "\n\n".join(bodies) if bodies else None
-    return Extracted(out, previous, len(bodies))
+    return Extracted(out, previous)
 
 
 def section_body(summary: str, title: str) -> str | None:
