@@ -187,21 +187,29 @@ class Retrieval:
         # The query comes from the user's own words: reference blocks an earlier engine of
         # the chain put into the message (the topic router's note) are not the request.
         incoming = strip_reference_blocks(typed)
+        digests: dict[int, str] = {}  # the window prefix's digest, by length, once each
+
+        def prefix_digest(n: int) -> str:
+            if n not in digests:
+                digests[n] = _prefix_digest(messages, n)
+            return digests[n]
+
         prefix_n = min(len(messages), _PREFIX_MESSAGES)
-        prefix_key = _prefix_digest(messages, prefix_n)
+        prefix_key = prefix_digest(prefix_n)
         cached = state.get("block")
+        cached_tokens = count_text(cached) if isinstance(cached, str) else 0
         if (
             isinstance(cached, str)
             and state.get("turn_key") == turn_key
             and isinstance(state.get("prefix_n"), int)
             and 0 < state["prefix_n"] <= len(messages)
-            and _prefix_digest(messages, state["prefix_n"]) == state.get("prefix_key")
+            and prefix_digest(state["prefix_n"]) == state.get("prefix_key")
             # Stability beats the share rule within a turn: reuse while it still fits easily.
-            and count_text(cached) <= max(block_budget, remaining // 2)
+            and cached_tokens <= max(block_budget, remaining // 2)
         ):
             decision.update(
                 injected=int(state.get("injected", 0)),
-                block_tokens=count_text(cached),
+                block_tokens=cached_tokens,
                 reason="reused",
                 elapsed_ms=round((time.monotonic() - started) * 1000, 1),
             )
@@ -236,11 +244,13 @@ class Retrieval:
         sections: list[str] = []
         hits: list[dict[str, Any]] = []
         used = count_text(_HEADER) + count_text(BLOCK_END) + 4
+        # the names index is for compacted sessions: there is history the window lost
+        names_index = opts.names_index and any(is_summary(m) for m in messages)
         if identifiers or keywords:
             candidates, stats = self._search(request.history, identifiers, keywords, started)
             decision.update(stats)
             excerpt_budget = block_budget - used
-            if opts.names_index and any(is_summary(m) for m in messages):
+            if names_index:
                 excerpt_budget = int(excerpt_budget * (1 - opts.names_share))
             chosen, skipped, spent = self._choose(
                 candidates, window_texts, window_text, excerpt_budget
@@ -250,13 +260,13 @@ class Retrieval:
             hits = [meta for _, meta in chosen]
             used += spent
         names_state: dict[str, Any] = {}
-        if opts.names_index and any(is_summary(m) for m in messages):
+        if names_index:
             # Scanning the stored lineage is the expensive part: once per window epoch.
             names_n = state.get("names_n")
             same_epoch = (
                 isinstance(names_n, int)
                 and 0 < names_n <= len(messages)
-                and _prefix_digest(messages, names_n) == state.get("names_key")
+                and prefix_digest(names_n) == state.get("names_key")
             )
             ranked = state.get("names") if same_epoch else None
             if not isinstance(ranked, list):
