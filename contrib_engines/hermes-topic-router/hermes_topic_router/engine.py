@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hermes_host import SelectRequest, SelectResult, hookimpl
 from hermes_host.config import parse_engine_options
 from hermes_host.messages import (
+    Violation,
     check_invariants,
     is_summary,
     normalize_alternation,
@@ -421,8 +422,7 @@ class TopicRouter:
             decision.update(tokens_before=tokens_before, tokens_after=tokens_before)
             return SelectResult(messages=messages, decision=decision, state=state.dump())
 
-        out = self._assemble(messages, segments, selected, omitted, state, topic, last)
-        problems = check_invariants(out)
+        out, problems = self._assemble(messages, segments, selected, omitted, state, topic, last)
         head_changed = messages[0].get("role") == "system" and (not out or out[0] != messages[0])
         if problems or not out or head_changed:
             decision.update(
@@ -481,7 +481,8 @@ class TopicRouter:
         state: _State,
         topic: str,
         last: Segment,
-    ) -> list[Message]:
+    ) -> tuple[list[Message], list[Violation]]:
+        """The request to send, and what is still wrong with it (checked once)."""
         out: list[Message] = []
         for i, seg in enumerate(segments):
             if i not in keep:
@@ -503,12 +504,13 @@ class TopicRouter:
                     *chunk[1:],
                 ]
             out.extend(chunk)
-        if check_invariants(out):
+        problems = check_invariants(out)
+        if problems:
             # Leaving turns out can put two user messages side by side (a turn that ended
             # without a reply); merge them, never the system prompt or the summary.
-            merged: list[Message] = normalize_alternation(out)[0]
-            return merged
-        return out
+            out = normalize_alternation(out)[0]
+            problems = check_invariants(out)
+        return out, problems
 
     def _left_out_names(
         self, messages: list[Message], omitted: list[Segment], kept_text: str
