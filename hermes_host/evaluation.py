@@ -306,8 +306,10 @@ def _run_one(
     transcript = load_transcript(path)
     host = ContextHost.from_config(engines.apply(config), store=store_path)
     added = 0
-    requests: list[tuple[int, list[Message]]] = []
-    committed_at: list[int] = []
+    tokens_per_call: list[int] = []
+    waiting: list[int] = []  # commit points still waiting for the first request after them
+    pairs: list[tuple[int, list[Message]]] = []
+    request_at: list[int] = []
     attempts = 0
     adopted: dict[str, int] = {}
 
@@ -319,41 +321,27 @@ def _run_one(
         nonlocal attempts
         attempts += 1
         if record.status == "committed":
-            committed_at.append(added + 1)  # called inside end_turn, before on_step
+            waiting.append(added + 1)  # called inside end_turn, before on_step
 
-    open_session = host.open_session
+    def on_request(index: int, request: list[Message], decisions: list[dict[str, Any]]) -> None:
+        tokens_per_call.append(count_messages(request))
+        for entry in decisions:
+            if entry.get("provenance") == "ok":
+                adopted[entry["engine"]] = adopted.get(entry["engine"], 0) + 1
+        while waiting and index >= waiting[0]:  # only these requests are kept
+            pairs.append((waiting.pop(0), request))
+            request_at.append(index)
 
-    def recording_open_session(*args: Any, **kwargs: Any) -> Any:
-        # The replay driver is used unchanged; we only watch the requests it builds.
-        session = open_session(*args, **kwargs)
-        build = session.build_request
-
-        def build_request(*a: Any, **kw: Any) -> list[Message]:
-            request = build(*a, **kw)
-            requests.append((added, request))
-            for entry in session.last_select:
-                if entry.get("provenance") == "ok":
-                    adopted[entry["engine"]] = adopted.get(entry["engine"], 0) + 1
-            return request
-
-        session.build_request = build_request  # type: ignore[method-assign]
-        return session
-
-    host.open_session = recording_open_session  # type: ignore[method-assign]
     started = time.monotonic()
     try:
-        result = replay_transcript(host, transcript, on_step=on_step, on_compression=on_compression)
+        result = replay_transcript(
+            host, transcript, on_step=on_step, on_compression=on_compression,
+            on_request=on_request,
+        )
     finally:
         host.close()
     elapsed = time.monotonic() - started
 
-    pairs: list[tuple[int, list[Message]]] = []
-    request_at: list[int] = []
-    for point in committed_at:
-        after = next(((at, req) for at, req in requests if at >= point), None)
-        if after is not None:
-            pairs.append((point, after[1]))
-            request_at.append(after[0])
     points = needed_later_recall(
         transcript.messages, pairs, system_prompt=transcript.system_prompt or ""
     )
@@ -364,8 +352,8 @@ def _run_one(
         engines=engines.label,
         messages=result.messages,
         turns=result.turns,
-        model_calls=len(requests),
-        tokens_per_call=[count_messages(req) for _, req in requests],
+        model_calls=len(tokens_per_call),
+        tokens_per_call=tokens_per_call,
         aux_llm_calls=result.llm_calls,
         compressions=len(result.committed),
         compression_attempts=attempts,

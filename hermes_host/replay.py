@@ -154,11 +154,14 @@ def replay_transcript(
     title: str | None = None,
     on_step: Callable[[int, int], None] | None = None,
     on_compression: Callable[[CompressionRecord], None] | None = None,
+    on_request: Callable[[int, list[Message], list[dict[str, Any]]], None] | None = None,
 ) -> ReplayResult:
     """Replay ``transcript`` into a new session of ``host``; see the module docstring.
 
     ``on_step(done, total)`` reports progress in messages; ``on_compression`` is called once
-    per compression attempt (committed or not), for a live line."""
+    per compression attempt (committed or not), for a live line; ``on_request(index,
+    request, select_decisions)`` sees each request built before message ``index`` (an
+    assistant reply) with what the ``select_context`` chain did (``evaluate`` measures it)."""
     session: Session = host.open_session(
         title=title, system_prompt=transcript.system_prompt or ""
     )
@@ -180,6 +183,8 @@ def replay_transcript(
         if message.get("role") == "assistant":
             request = session.build_request()
             final_request = request
+            if on_request is not None:
+                on_request(i, request, session.last_select)
             violations = check_invariants(request)
             if violations:
                 window_violations += len(violations)
