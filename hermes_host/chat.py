@@ -548,15 +548,13 @@ class ChatController:
 
     def cmd_status(self, command: Command) -> None:
         session = self.session
-        config = self.host.config
-        store = self.host.store
-        row = store.get_session(session.id)
-        used = session.window_tokens
-        length = config.model.context_length
+        status = session.status()  # what the session knows; the row adds stored counts
+        row = self.host.store.get_session(session.id)
+        used, length = status["window_tokens"], status["context_length"]
         lines = [
             f"session: {session.id}" + (f" “{session.title}”" if session.title else "")
-            + f" (lineage of {len(store.lineage(session.id))})",
-            f"model: {config.model.name}",
+            + f" (lineage of {len(status['lineage'])})",
+            f"model: {status['model']}",
             f"context: {used:,} / {length:,} tokens ({used / length:.0%})",
         ]
         decision = self.last_outcome.decision if self.last_outcome else None
@@ -572,17 +570,17 @@ class ChatController:
             lines.append(f"last prompt (provider-reported): {session.last_prompt_tokens:,} "
                          "tokens")
         lines.append(f"messages: {row.active_count} in the window, {row.message_count} stored")
-        lines.append(f"compressions: {session.compression_count}")
+        lines.append(f"compressions: {status['compression_count']}")
         lines.append(f"tokens this session: in {row.input_tokens:,} · out "
                      f"{row.output_tokens:,}")
-        guards = store.read_guards(session.id)
-        if guards.cooldown_until is not None:
+        guards = status["guards"]
+        if guards["cooldown_until"] is not None:
             lines.append("cooldown: automatic compression suppressed until "
-                         f"{_clock(guards.cooldown_until)} (/compress overrides)")
-        if guards.ineffective_count or guards.fallback_streak:
-            lines.append(f"guards: {guards.ineffective_count} ineffective, "
-                         f"{guards.fallback_streak} fallback in a row")
-        chain = self.host.chain("select_context")
+                         f"{_clock(guards['cooldown_until'])} (/compress overrides)")
+        if guards["ineffective_count"] or guards["fallback_streak"]:
+            lines.append(f"guards: {guards['ineffective_count']} ineffective, "
+                         f"{guards['fallback_streak']} fallback in a row")
+        chain = status["engines"]["select_context"]
         if session.last_select:
             lines.append("select_context (last request):")
             lines.extend(f"  {_describe_select(entry)}" for entry in session.last_select)
