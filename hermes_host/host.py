@@ -235,15 +235,7 @@ class ContextHost:
         """
         if not isinstance(config, HermesConfig):
             config = load_config(config)
-        extra: dict[str, object] = dict(extra_plugins or {})
-        if "markdown" in config.memory.providers and "markdown" not in extra:
-            # The built-in provider gets its directory from memory.directory, which the
-            # generic loader does not pass (it passes engines.<name> as options).
-            from hermes_host.memory.markdown import MarkdownMemory
-
-            options = {"directory": config.memory.directory} if config.memory.directory else {}
-            extra["markdown"] = MarkdownMemory(options=options)
-        plugins = load_plugins(config, extra=extra)
+        plugins = load_plugins(config, extra=dict(extra_plugins or {}))
         caller_owned = {name for name in (extra_plugins or {})}
         owns = not (store is not None and not isinstance(store, str | os.PathLike))
         if store is None:

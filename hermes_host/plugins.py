@@ -307,6 +307,15 @@ def _accepts_options(factory: Callable[..., Any]) -> bool:
     return any(p.name == "options" or p.kind is p.VAR_KEYWORD for p in params)
 
 
+def _options_for(config: HermesConfig, kind: Kind, name: str) -> dict[str, Any]:
+    """The ``options=`` a plugin is built with: its ``engines.<name>`` block, and for the
+    built-in ``markdown`` memory provider ``memory.directory`` (where its files live)."""
+    options = dict(config.engines.get(name, {}))
+    if kind == "memory_provider" and name == "markdown" and config.memory.directory:
+        options.setdefault("directory", config.memory.directory)
+    return options
+
+
 def _instantiate(info: PluginInfo, plugin: Any, options: Mapping[str, Any]) -> object:
     """An entry point names a class (R-14.2); a module or an object is registered as is."""
     if not inspect.isclass(plugin):
@@ -423,7 +432,7 @@ def load_plugins(
                     raise failed[name]
                 if name not in imported:
                     raise LookupError(f"entry point {info.module!r} was not found by stevedore")
-                instance = _instantiate(info, imported[name], config.engines.get(name, {}))
+                instance = _instantiate(info, imported[name], _options_for(config, kind, name))
             except Exception as exc:
                 info.status = "failed"
                 info.error = _error_text(exc)
