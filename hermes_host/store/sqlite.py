@@ -296,7 +296,8 @@ class SQLiteStore:
         key = id(owner)
         with self._conns_lock:
             self._conns[key] = conn
-        weakref.finalize(owner, _forget_connection, self._conns, key, conn)
+        # Not at interpreter exit: a daemon worker may still be using it then.
+        weakref.finalize(owner, _forget_connection, self._conns, key, conn).atexit = False
         self._local.conn, self._local.owner = conn, owner
         return conn
 
