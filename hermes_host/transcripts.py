@@ -123,14 +123,18 @@ def _finite_float(text: str) -> float:
     return value
 
 
+_TOO_DEEP = f"nested deeper than {MAX_JSON_DEPTH} levels of arrays and objects"
+
+
 def _deeper_than(value: Any, limit: int) -> bool:
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item
+        if not isinstance(item, dict | list):
+            continue
         if depth > limit:
             return True
-        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+        stack.extend((c, depth + 1) for c in (item.values() if isinstance(item, dict) else item))
     return False
 
 
@@ -141,14 +145,11 @@ def load_json(text: str) -> Any:
     try:
         value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except RecursionError:
-        value = None
-    else:
-        # Depth needs as many brackets: most text skips the walk.
-        if text.count("[") + text.count("{") <= MAX_JSON_DEPTH or not isinstance(
-            value, dict | list
-        ) or not _deeper_than(value, MAX_JSON_DEPTH):
-            return value
-    raise JSONInputError(f"nested deeper than {MAX_JSON_DEPTH} levels of arrays and objects")
+        raise JSONInputError(_TOO_DEEP) from None
+    # Nesting needs as many brackets: most text skips the walk.
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _deeper_than(value, MAX_JSON_DEPTH):
+        raise JSONInputError(_TOO_DEEP)
+    return value
 
 
 def iter_jsonl_objects(
