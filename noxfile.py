@@ -7,6 +7,7 @@ Engine distributions are found by globbing ``plugins/*/pyproject.toml`` and
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -64,22 +65,39 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """Run every benchmarks/bench_*.py and write their sections to docs/benchmarks.md."""
+    """Run every benchmarks/bench_*.py and write their sections to docs/benchmarks.md.
+
+    Each section marks a missed target **MISSED** (benchmarks/_targets.py).  With
+    ``nox -s bench -- --check`` the session fails when any target was missed, after
+    writing the page.  Other arguments go to every script."""
     install_all(session)
+    check = "--check" in session.posargs
+    args = [a for a in session.posargs if a != "--check"]
+    results = Path(session.create_tmp()).resolve() / "bench-targets.jsonl"
+    results.unlink(missing_ok=True)
+    env = {**transcripts_env(), "HERMES_BENCH_RESULTS": str(results)}
     sections = []
     for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
-        out = session.run(
-            "python", str(script), *session.posargs, silent=True, env=transcripts_env()
-        )
+        out = session.run("python", str(script), *args, silent=True, env=env)
         if isinstance(out, str):
             print(out)
             sections.append(out.strip())
     header = (
         "# Benchmarks\n\nWritten by `nox -s bench`. Figures are from one run on a shared "
         "2-core machine; compare the ratios measured within the same run, not the absolute "
-        "numbers across runs.\n"
+        "numbers across runs. A figure that misses its target is marked **MISSED**; "
+        "`nox -s bench -- --check` fails when any is.\n"
     )
     (ROOT / "docs" / "benchmarks.md").write_text(header + "\n" + "\n\n".join(sections) + "\n")
+    checks = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines()
+              if line.strip()] if results.exists() else []
+    missed = [c for c in checks if not c["met"]]
+    for c in missed:
+        session.warn(f"MISSED [{c['section']}] {c['name']}: {c['shown_value']} "
+                     f"(target {c['comparison']} {c['shown_target']})")
+    session.log(f"{len(checks) - len(missed)} of {len(checks)} benchmark targets met")
+    if check and missed:
+        session.error(f"{len(missed)} benchmark target(s) missed (see the MISSED lines)")
 
 
 @nox.session(python=PYTHON)
@@ -110,7 +128,6 @@ def scaffold(session: nox.Session) -> None:
     """An engine author's whole path, end to end, in this fresh environment:
     ``plugin new`` → ``install`` → ``engines list`` shows it → a config.yaml selecting it
     passes ``config validate`` → the new distribution's tests (conformance kit included)."""
-    import json
     import shutil
 
     session.install("-e", f"{ROOT}[test]")

@@ -18,11 +18,13 @@ from __future__ import annotations
 import json
 import os
 import random
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from _targets import Targets
 from hermes_compressor import Compressor
 from hermes_compressor.boundaries import find_cut, head_size
 from hermes_compressor.prompt import build_prompt
@@ -178,7 +180,12 @@ def prune_yield(path: Path) -> tuple[int, int]:
     return before, before - after
 
 
-def main() -> None:
+PRUNE_TARGET = 0.60
+"""Share of the tool-output tokens outside the protected tail that step 1 reclaims."""
+
+
+def main() -> int:
+    targets = Targets("compressor")
     lines = ["## compressor", ""]
     paths = sorted(TRANSCRIPTS.glob("*.jsonl")) if TRANSCRIPTS.is_dir() else []
     rows = []
@@ -207,7 +214,8 @@ def main() -> None:
         lines += [
             "Prune step alone (dedup + informative one-liners, no LLM) on the coding "
             "transcripts, at a window where each one compresses: tool-output tokens outside "
-            "the protected tail, and the share reclaimed (target ≥ 60 %):",
+            f"the protected tail, and the share reclaimed (target ≥ {PRUNE_TARGET:.0%}; "
+            "a transcript below it is marked MISSED):",
             "",
             "| transcript | tool tokens outside tail | reclaimed | share |",
             "|---|---:|---:|---:|",
@@ -217,18 +225,26 @@ def main() -> None:
             before, saved = prune_yield(path)
             sum_before += before
             sum_saved += saved
-            share = f"{saved / before:.0%}" if before else "n/a"
+            share = "n/a"
+            if before:
+                check = targets.check(
+                    f"prune share, `{path.stem}`", saved / before, ">=", PRUNE_TARGET, "{:.0%}"
+                )
+                share = check.shown_value + check.marker
             lines.append(f"| `{path.stem}` | {before:,} | {saved:,} | {share} |")
-        total_share = sum_saved / sum_before if sum_before else 0.0
+        total = targets.check("prune share, all coding transcripts",
+                              sum_saved / sum_before if sum_before else 0.0, ">=",
+                              PRUNE_TARGET, "{:.0%}")
         lines.append(
             f"| **all coding transcripts** | {sum_before:,} | {sum_saved:,} | "
-            f"**{total_share:.0%}** |"
+            f"**{total.shown_value}**{total.marker} |"
         )
         lines.append("")
     else:
         lines += [f"(no transcripts found in {TRANSCRIPTS}; prune yield not measured)", ""]
-    print("\n".join(lines))
+    print("\n".join(lines).rstrip())
+    return targets.finish()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

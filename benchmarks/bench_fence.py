@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pluggy
+from _targets import MISSED, Targets
 
 from hermes_host import hookimpl, hookspecs
 from hermes_host.fence import _DONE, HookRunner, _Job, _snapshot
@@ -123,7 +124,8 @@ def _inline_runner(pm: pluggy.PluginManager) -> HookRunner:
     return runner
 
 
-def main() -> None:
+def main() -> int:
+    targets = Targets("fence")
     pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
     pm.register(Trivial(), name="trivial")
@@ -169,7 +171,9 @@ def main() -> None:
     big_bare, big_fenced = _stats(big_samples["bare"]), _stats(big_samples["fenced"])
     added = fenced[0] - bare[0]
     own = _stats(samples["inline"])[0] - bare[0]
-    verdict = "met" if added <= TARGET_ADDED_US else "NOT met"
+    check = targets.check("added by the fence per call (median, fenced − bare)", added, "<=",
+                          TARGET_ADDED_US, "{:.1f} µs", "{:.0f} µs")
+    verdict = "met" if check.met else MISSED
 
     print("## fence\n")
     print(
@@ -201,7 +205,7 @@ def main() -> None:
     print()
     print(
         f"- Added by the fence (median, fenced − bare): **{added:.1f} µs** "
-        f"(target ≤ {TARGET_ADDED_US:.0f} µs: {verdict}); fenced/bare ratio "
+        f"(target {check.spec}: {verdict}); fenced/bare ratio "
         f"**{fenced[0] / bare[0]:.1f}×**."
     )
     print(
@@ -215,7 +219,8 @@ def main() -> None:
         f"- 200-message window ({source}): the fence adds {big_fenced[0] - big_bare[0]:.0f} µs "
         "(snapshot + invariant check grow with the window)."
     )
+    return targets.finish()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _targets import Targets
+
 from hermes_host.config import HermesConfig
 from hermes_host.host import ContextHost
 from hermes_host.messages import normalize_alternation, repair_tool_pairs
@@ -42,12 +44,13 @@ def feasible_window(system: str | None, messages: list[dict[str, object]]) -> in
     return max(MIN_WINDOW, -(-int(1.5 * (head + largest)) // 1000) * 1000)
 
 
-def main() -> None:
+def main() -> int:
+    targets = Targets("replay")
     files = sorted(TRANSCRIPTS.glob("*.jsonl"))
     print("## replay\n")
     if not files:
         print(f"No transcripts found at `{TRANSCRIPTS}` (set HERMES_HOST_TRANSCRIPTS).")
-        return
+        return targets.finish()
     print(
         "Every real transcript replayed through `ContextHost` (default compressor, offline "
         "summariser, fresh SQLite store), with the smallest feasible window. Figures measured "
@@ -78,10 +81,14 @@ def main() -> None:
             tokens = count_messages(transcript.messages)
             committed = result.committed
             after = max((c.tokens_after for c in committed), default=0)
+            fits = targets.check(f"largest window after a compression, `{path.stem}`", after,
+                                 "<=", window, "{:,}")
+            clean = targets.check(f"invariant violations, `{path.stem}`",
+                                  result.invariant_violations, "<=", 0, "{:,}")
             print(
                 f"| `{path.stem}` | {transcript.message_count} | {tokens:,} | {window:,} | "
-                f"{len(committed)} | {after:,} | {result.final_window_tokens:,} | "
-                f"{result.invariant_violations} | {wall:.2f} | "
+                f"{len(committed)} | {after:,}{fits.marker} | {result.final_window_tokens:,} | "
+                f"{result.invariant_violations}{clean.marker} | {wall:.2f} | "
                 f"{1000 * wall / max(result.steps, 1):.1f} | "
                 f"`{sparkline(result.window_series, 24)}` |"
             )
@@ -102,7 +109,8 @@ def main() -> None:
         "each request, and the compressions themselves. Python "
         f"{sys.version.split()[0]}, {os.cpu_count()} CPUs."
     )
+    return targets.finish()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

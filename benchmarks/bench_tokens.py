@@ -17,9 +17,12 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from _targets import MISSED, Targets
 
 from hermes_host.tokens import RunningTotal, TokenCounter, count_message, encoding_info
 
@@ -98,7 +101,8 @@ def _recount_turn_cost(messages: list[dict[str, Any]], size: int) -> float:
     return statistics.median(costs) * 1e6
 
 
-def main() -> None:
+def main() -> int:
+    targets = Targets("tokens")
     messages, source = _corpus()
     info = encoding_info()
     total, cold_tps, warm_tps = _throughput(messages)
@@ -110,7 +114,9 @@ def main() -> None:
     small, large = SIZES
     ratio = running[large] / running[small]
     recount_ratio = recount[large] / recount[small]
-    verdict = "met" if ratio <= TARGET_RATIO else "NOT met"
+    check = targets.check(f"`RunningTotal` per-turn cost, {large:,} vs {small:,} messages",
+                          ratio, "<=", TARGET_RATIO, "{:.2f}×", "{}×")
+    verdict = "met" if check.met else MISSED
 
     print("## tokens\n")
     print(
@@ -131,12 +137,13 @@ def main() -> None:
     print()
     print(
         f"- `RunningTotal` per-turn cost, {large:,} vs {small:,} messages: **{ratio:.2f}×** "
-        f"(target ≤ {TARGET_RATIO}: {verdict})."
+        f"(target {check.spec}: {verdict})."
     )
     print(
         f"- A cached full recount grows with the window: **{recount_ratio:.1f}×** "
         "for the same step (every old message is still hashed for its cache key)."
     )
+    return targets.finish()
 
 
 def _timed(fn: Any) -> float:
@@ -146,4 +153,4 @@ def _timed(fn: Any) -> float:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -5,8 +5,11 @@ optional ``tool_calls``, ``tool_call_id`` and ``name``.  Real transcripts are me
 (adjacent user messages, calls that were never answered); that is accepted here and
 normalised later when the host builds the window it sends.  What is *not* accepted, because
 no faithful replay is possible, is rejected with a :class:`TranscriptError` naming the file
-and the line: a line that is not JSON, an unknown role, a tool result whose call never
-appears earlier, a structurally invalid message, or an empty file.
+and the line: a line that is not JSON (or holds ``NaN``/``Infinity``, or nests deeper than
+:data:`MAX_JSON_DEPTH`), an unknown role, a system message after the first message, a tool
+result whose call never appears earlier, a structurally invalid message, or an empty file.
+:func:`check_transcript` holds these rules; ``replay``, ``sessions import`` and the
+importers all apply it, so what one accepts the others accept.
 
 Messages are returned verbatim (every key kept, in order) so that the store can be compared
 with the input file byte for byte.
@@ -15,8 +18,9 @@ with the input file byte for byte.
 from __future__ import annotations
 
 import json
+import math
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -32,10 +36,14 @@ from hermes_host.messages import (
 from hermes_host.models import Message
 
 __all__ = [
+    "MAX_JSON_DEPTH",
+    "JSONInputError",
     "Transcript",
     "TranscriptError",
     "TranscriptTurn",
+    "check_transcript",
     "iter_jsonl_objects",
+    "load_json",
     "load_transcript",
     "read_text",
 ]
@@ -89,23 +97,80 @@ class Transcript:
         return {"merged_adjacent": merges, "tool_pairs_repaired": fixes}
 
 
+MAX_JSON_DEPTH = 100
+"""Deepest nesting of arrays and objects accepted in input JSON.  A real message is a few
+levels deep; thousands of levels are an attack on the parser (``RecursionError``) and on
+everything that walks a message later (copies, the store's codec, the wire)."""
+
+
+class JSONInputError(ValueError):
+    """Syntactically valid JSON that is refused: ``NaN``/``Infinity`` (which strict JSON —
+    the export, most providers — cannot carry) or nesting deeper than :data:`MAX_JSON_DEPTH`.
+    ``str()`` is the reason, worded for the user."""
+
+
+_NON_FINITE = "non-finite numbers (NaN, Infinity) are not valid JSON and cannot be exported"
+
+
+def _reject_constant(name: str) -> float:
+    raise JSONInputError(f"{name} is not allowed: {_NON_FINITE}")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999 parses to inf
+        raise JSONInputError(f"number {text[:40]} is out of range: {_NON_FINITE}")
+    return value
+
+
+_TOO_DEEP = f"nested deeper than {MAX_JSON_DEPTH} levels of arrays and objects"
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, dict | list):
+            continue
+        if depth > limit:
+            return True
+        stack.extend((c, depth + 1) for c in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
+def load_json(text: str) -> Any:
+    """``json.loads`` for untrusted input: a :class:`JSONInputError` for ``NaN``,
+    ``Infinity``, out-of-range numbers and nesting deeper than :data:`MAX_JSON_DEPTH`
+    (``json.JSONDecodeError`` for broken syntax, as usual)."""
+    try:
+        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise JSONInputError(_TOO_DEEP) from None
+    # Nesting needs as many brackets: most text skips the walk.
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _deeper_than(value, MAX_JSON_DEPTH):
+        raise JSONInputError(_TOO_DEEP)
+    return value
+
+
 def iter_jsonl_objects(
     text: str, on_error: Callable[[int, str], Exception]
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line_number, object)`` for each non-blank line of JSONL ``text`` (1-based numbers).
 
-    A line that is not JSON, or is JSON but not an object, raises ``on_error(line, reason)``:
-    each reader (``replay``, the importers) turns it into its own exception type, while the
-    wording of the reason stays the same everywhere.
+    A line that is not JSON, is refused by :func:`load_json`, or is JSON but not an object,
+    raises ``on_error(line, reason)``: each reader (``replay``, the importers) turns it into
+    its own exception type, while the wording of the reason stays the same everywhere.
     """
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = load_json(line)
         except json.JSONDecodeError as exc:
             reason = f"not a JSON object (JSONL expects one per line): {exc.msg}"
             raise on_error(number, reason) from None
+        except JSONInputError as exc:
+            raise on_error(number, str(exc)) from None
         if not isinstance(value, dict):
             raise on_error(number, f"expected a JSON object, got {type(value).__name__}")
         yield number, value
@@ -139,44 +204,54 @@ def read_text(path: Path, error: type[TranscriptError] = TranscriptError) -> str
         raise error(path, raw[: exc.start].count(b"\n") + 1, "not valid UTF-8") from None
 
 
+def check_transcript(
+    messages: Sequence[Any],
+    path: str | os.PathLike[str],
+    lines: Sequence[int] | None = None,
+    error: Callable[[Path, int | None, str], Exception] = TranscriptError,
+) -> None:
+    """Raise ``error(path, line, reason)`` unless ``messages`` is a transcript that can be
+    replayed faithfully: each message structurally valid, a system message only first, every
+    tool result answering a call that appears earlier, and at least one non-system message.
+    ``lines[i]`` is the line of ``messages[i]`` in the file (none known: ``None``)."""
+    p = Path(path)
+    seen_calls: set[str] = set()
+    for index, message in enumerate(messages):
+        line = lines[index] if lines is not None else None
+        try:
+            validate_messages([message])
+        except MessageError as exc:
+            raise error(p, line, exc.reason) from None
+        role = message["role"]
+        if role == "system" and index:
+            raise error(p, line, "a system message is only allowed as the first message")
+        if role == "tool":
+            call_id = message["tool_call_id"]
+            if call_id not in seen_calls:
+                raise error(
+                    p, line, f"tool result {call_id!r} answers a call that never appears earlier"
+                )
+        seen_calls.update(tool_call_ids(message))
+    if all(m["role"] == "system" for m in messages):
+        raise error(p, None, "empty transcript: no user, assistant or tool messages to replay")
+
+
 def load_transcript(path: str | os.PathLike[str]) -> Transcript:
     """Read and validate ``path``; raise :class:`TranscriptError` naming the line."""
     p = Path(path)
-    text = read_text(p)
+    numbered = list(iter_jsonl_objects(read_text(p), partial(TranscriptError, p)))
+    all_messages = [m for _, m in numbered]
+    check_transcript(all_messages, p, [n for n, _ in numbered])
 
     system_prompt: str | None = None
     messages: list[Message] = []
     lines: list[int] = []
-    seen_calls: set[str] = set()
-    for number, message in iter_jsonl_objects(text, partial(TranscriptError, p)):
-        try:
-            validate_messages([message])
-        except MessageError as exc:
-            raise TranscriptError(p, number, exc.reason) from None
-        role = message["role"]
-        if role == "system":
-            if messages or system_prompt is not None:
-                raise TranscriptError(
-                    p, number, "a system message is only allowed as the first message"
-                )
+    for number, message in numbered:
+        if message["role"] == "system":  # only ever the first (check_transcript)
             system_prompt = _system_text(message)
-            continue
-        if role == "tool":
-            call_id = message.get("tool_call_id")
-            if not isinstance(call_id, str) or not call_id:
-                raise TranscriptError(p, number, "tool message without a tool_call_id")
-            if call_id not in seen_calls:
-                raise TranscriptError(
-                    p, number, f"tool result {call_id!r} answers a call that never appears earlier"
-                )
-        seen_calls.update(tool_call_ids(message))
-        messages.append(message)
-        lines.append(number)
-
-    if not messages:
-        raise TranscriptError(
-            p, None, "empty transcript: no user, assistant or tool messages to replay"
-        )
+        else:
+            messages.append(message)
+            lines.append(number)
 
     turns: list[TranscriptTurn] = []
     for message, number in zip(messages, lines, strict=True):

@@ -20,7 +20,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from hermes_host.messages import MessageError, one_line, text_of, validate_messages
+from hermes_host.messages import one_line, text_of
 from hermes_host.models import Message
 from hermes_host.store import (
     Session,
@@ -30,7 +30,12 @@ from hermes_host.store import (
     open_store,
 )
 from hermes_host.store.sqlite import SQLiteStore
-from hermes_host.transcripts import TranscriptError, iter_jsonl_objects, read_text
+from hermes_host.transcripts import (
+    TranscriptError,
+    check_transcript,
+    iter_jsonl_objects,
+    read_text,
+)
 
 from .config_cmd import config_option, load_config_or_fail
 from .config_cmd import console as make_console
@@ -126,14 +131,19 @@ def _describe(message: Message, limit: int) -> str:
     return f"[calls {', '.join(names)}]" if names else "(empty)"
 
 
-def _dumps_line(value: Any) -> str:
-    """One JSON line, readable UTF-8 when possible, escaped when the text holds lone
-    surrogates (which no UTF-8 stream can carry)."""
-    line = json.dumps(value, ensure_ascii=False)
+def _dumps_line(value: Any, what: str = "the output") -> str:
+    """One line of strict JSON, readable UTF-8 when possible, escaped when the text holds
+    lone surrogates (which no UTF-8 stream can carry).  A non-finite number (which a store
+    written by an older version may hold) is a one-line error naming ``what``: the output
+    is always valid JSON."""
+    try:
+        line = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        fail(f"{what} holds a non-finite number (NaN or Infinity), which JSON cannot carry")
     try:
         line.encode("utf-8")
     except UnicodeEncodeError:
-        line = json.dumps(value, ensure_ascii=True)
+        line = json.dumps(value, ensure_ascii=True, allow_nan=False)
     return line
 
 
@@ -311,10 +321,11 @@ def export_cmd(
         found = store.resume(session)
         rows = store.all_messages(found.id, include_inactive=not active_only)
     messages = [r.message for r in rows]
+    lines = [_dumps_line(r.message, f"message #{r.id} of {found.id}") + "\n" for r in rows]
     if as_json:
         text = _dumps_line({"session": found.to_dict(), "messages": messages}) + "\n"
     else:
-        text = "".join(_dumps_line(m) + "\n" for m in messages)
+        text = "".join(lines)
     if output is None:
         click.echo(text, nl=False)
         return
@@ -355,13 +366,13 @@ def import_cmd(
     cwd: str | None,
 ) -> None:
     """Store an OpenAI-format JSONL transcript as a new session, verbatim.  Each line is
-    validated first; an error names the line and nothing is stored."""
+    validated first, by the rules ``replay`` applies; an error names the line and nothing
+    is stored."""
     messages, lines = _read_jsonl(file)
     try:
-        validate_messages(messages)
-    except MessageError as exc:
-        where = f":{lines[exc.index]}" if exc.index is not None else ""
-        fail(f"{file}{where}: {exc.reason}")
+        check_transcript(messages, file, lines)  # what replay accepts, no more
+    except TranscriptError as exc:
+        fail(str(exc))
     first = messages[0]
     system_prompt = first["content"] if (
         first.get("role") == "system" and isinstance(first.get("content"), str)) else None

@@ -20,9 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from hermes_host import transcripts
-from hermes_host.messages import validate_messages
 from hermes_host.models import Message
-from hermes_host.transcripts import TranscriptError, iter_jsonl_objects
+from hermes_host.transcripts import (
+    JSONInputError,
+    TranscriptError,
+    check_transcript,
+    iter_jsonl_objects,
+    load_json,
+)
 
 __all__ = [
     "ImportResult",
@@ -67,7 +72,9 @@ class ImportResult:
 
     def to_jsonl(self) -> str:
         """One JSON object per line, what ``hermes-host replay`` reads."""
-        return "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in self.messages)
+        return "".join(
+            json.dumps(m, ensure_ascii=False, allow_nan=False) + "\n" for m in self.messages
+        )
 
     def summary(self) -> dict[str, Any]:
         roles = Counter(str(m.get("role")) for m in self.messages)
@@ -94,9 +101,11 @@ def iter_json_records(path: Path, text: str, *, allow_array: bool = False) -> It
     stripped = text.lstrip()
     if allow_array and stripped.startswith("["):
         try:
-            values = json.loads(text)
+            values = load_json(text)
         except json.JSONDecodeError as exc:
             raise TranscriptImportError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
+        except JSONInputError as exc:
+            raise TranscriptImportError(path, None, str(exc)) from None
         if not isinstance(values, list):
             raise TranscriptImportError(path, 1, "expected a JSON array of events")
         # Line numbers of array items are not tracked by json; report the item's position.
@@ -217,8 +226,8 @@ class TranscriptBuilder:
     # -- result -------------------------------------------------------------------------
 
     def finish(self, path: Path) -> list[Message]:
-        """The message list (system prompt first), validated; an error when nothing of the
-        conversation was found."""
+        """The message list (system prompt first), validated by the rules ``replay``
+        applies; an error when nothing of the conversation was found."""
         if not any(m.get("role") in ("user", "assistant") for m in self.messages):
             raise TranscriptImportError(
                 path, None, "no conversation found (no user or assistant messages); is this "
@@ -228,5 +237,5 @@ class TranscriptBuilder:
         if self._system:
             out.append({"role": "system", "content": "\n\n".join(self._system)})
         out.extend(self.messages)
-        validate_messages(out)
+        check_transcript(out, path, error=TranscriptImportError)  # what replay accepts
         return out

@@ -31,6 +31,7 @@ from hermes_host.importers.base import (
     iter_json_records,
     read_text,
 )
+from hermes_host.transcripts import load_json
 
 __all__ = ["FORMAT", "import_codex"]
 
@@ -65,7 +66,7 @@ def _output_text(output: Any) -> str:
         value: Any = output
     elif isinstance(output, str):
         try:
-            value = json.loads(output)
+            value = load_json(output)  # bounded depth: a hostile output stays plain text
         except ValueError:
             return output
     else:

@@ -167,8 +167,18 @@ def encode_message(message: Message, index: int = 0) -> EncodedMessage:
     if extra:
         try:
             # ensure_ascii keeps lone surrogates as \\udXXX escapes: exact round trip.
-            extra_json = json.dumps(extra, ensure_ascii=True, separators=(",", ":"))
-        except (TypeError, ValueError) as exc:
+            # allow_nan=False: what the store keeps must export as valid JSON.
+            extra_json = json.dumps(
+                extra, ensure_ascii=True, separators=(",", ":"), allow_nan=False
+            )
+        except ValueError as exc:
+            if "Out of range float" not in str(exc):
+                raise StoreError(f"message {index}: not JSON-serialisable ({exc})") from None
+            raise StoreError(
+                f"message {index}: holds a non-finite number (NaN or Infinity), which JSON "
+                "cannot carry"
+            ) from None
+        except TypeError as exc:
             raise StoreError(f"message {index}: not JSON-serialisable ({exc})") from None
     values = (*tuple(cols.get(c) for c in ROW_COLUMNS[:-1]), extra_json)
     return EncodedMessage(values)

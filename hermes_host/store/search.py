@@ -6,8 +6,11 @@ Every term becomes a double-quoted FTS5 string with inner quotes doubled, which 
 a literal phrase, so no operator can be injected.
 
 Order of attempts: all words (porter, BM25); if nothing, any word; if still nothing, the
-text as a literal substring (trigram).  Each hit comes with the messages just before and
-after it in its session (the goal → hit → conclusion bookends).
+text as a literal substring (trigram).  A query of one or two non-ASCII characters (``日本``)
+is shorter than a trigram, and the porter index sees a run of CJK text as one word, so such
+a query is also matched by a substring scan of the newest :data:`SHORT_SCAN_ROWS` non-tool
+messages in scope (bounded work, newest hits first).  Each hit comes with the messages just
+before and after it in its session (the goal → hit → conclusion bookends).
 
 The trigram index may lag behind the newest rows after a bulk write (schema v2,
 ``trigram_progress``): rows above its mark are matched by a scan that folds case as the
@@ -28,12 +31,14 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "MAX_TERMS",
     "RANK_CAP",
+    "SHORT_SCAN_ROWS",
     "catch_up_trigram",
     "clean_query",
     "pending_trigram_rows",
     "porter_query",
     "register_functions",
     "run_search",
+    "short_needle",
     "substring_needle",
 ]
 
@@ -41,6 +46,10 @@ BOOKEND_MESSAGES = 2
 """Messages shown before and after each search hit."""
 RANK_CAP = 2_000
 """Above this many matching rows a query returns its most recent hits (see :func:`match`)."""
+
+SHORT_SCAN_ROWS = 20_000
+"""How many of the newest non-tool messages in scope a one- or two-character non-ASCII query
+scans (see :func:`short_needle`)."""
 
 MAX_QUERY_CHARS = 1_000
 """Longer queries are cut: a 10 KB query is a paste, not a search."""
@@ -82,6 +91,36 @@ def substring_needle(query: str) -> str | None:
     trigram index cannot match less)."""
     text = clean_query(query)[:200]
     return text if len(text) >= 3 else None
+
+
+def short_needle(query: str) -> str | None:
+    """The text of a one- or two-character non-ASCII query (``日本``, ``é``), which neither
+    index can match (the trigram index needs three characters; the porter index keeps a run
+    of CJK text as one word); ``None`` for any other query."""
+    text = clean_query(query)
+    return text if 0 < len(text) < 3 and not text.isascii() else None
+
+
+def scan_recent(
+    conn: sqlite3.Connection, needle: str, scope: list[str] | None, limit: int
+) -> list[int]:
+    """Newest-first ids of the non-tool rows among the newest :data:`SHORT_SCAN_ROWS` in
+    ``scope`` that contain ``needle`` (case-folded like the trigram tokenizer)."""
+    folded = needle.lower()
+    if folded == needle.upper():  # caseless text (CJK): a plain substring test, in C
+        test = "instr(content, ?) > 0"
+    else:
+        test = "hermes_folded_contains(content, ?)"
+    inner = "SELECT id, content FROM messages WHERE role <> 'tool'"
+    params: list[Any] = []
+    if scope is not None:
+        inner += f" AND session_id IN ({', '.join('?' * len(scope))})"
+        params += scope
+    sql = (
+        f"SELECT id FROM ({inner} ORDER BY id DESC LIMIT ?) WHERE {test} "
+        "ORDER BY id DESC LIMIT ?"
+    )
+    return [int(r[0]) for r in conn.execute(sql, [*params, SHORT_SCAN_ROWS, folded, limit])]
 
 
 def _folded_contains(content: object, needle: object) -> bool:
@@ -261,6 +300,11 @@ def run_search(
         for rowid, score in indexed:
             if rowid not in ranked and len(ranked) < limit:
                 ranked[rowid] = 1000.0 + score  # after every porter hit, in trigram order
+    short = short_needle(query)
+    if short is not None and len(ranked) < limit:
+        for position, rowid in enumerate(scan_recent(conn, short, scope, limit)):
+            if rowid not in ranked and len(ranked) < limit:
+                ranked[rowid] = 2000.0 + position  # after word hits, newest first
     if not ranked:
         return []
     marks = ", ".join("?" * len(ranked))

@@ -19,6 +19,7 @@ import re
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -224,6 +225,26 @@ class _BackgroundCount:
         return self._counts
 
 
+class _ThreadConnection:
+    """Kept in a thread's ``threading.local`` next to its connection.  When the thread ends,
+    Python drops its thread-local data and this object with it, and the finalizer closes the
+    connection: a long-running host whose fence workers come and go holds one connection per
+    *live* thread, not one per thread that ever touched the store."""
+
+    __slots__ = ("__weakref__",)
+
+
+def _forget_connection(conns: dict[int, sqlite3.Connection], key: int,
+                       conn: sqlite3.Connection) -> None:
+    # No lock: this may run in whichever thread drops the last reference (even one inside
+    # a locked section of the store); a dict pop is atomic.
+    conns.pop(key, None)
+    try:
+        conn.close()
+    except sqlite3.Error:
+        pass
+
+
 class SQLiteStore:
     """The SQLite :class:`~hermes_host.store.base.StateStore`."""
 
@@ -235,7 +256,7 @@ class SQLiteStore:
         self.lease_ttl = float(lease_ttl)
         self.busy_timeout = float(busy_timeout)
         self._local = threading.local()
-        self._conns: list[sqlite3.Connection] = []
+        self._conns: dict[int, sqlite3.Connection] = {}  # open ones, of live threads
         self._conns_lock = threading.Lock()
         self._closed = False
         self._open()
@@ -271,9 +292,13 @@ class SQLiteStore:
         except BaseException:
             conn.close()
             raise
-        self._local.conn = conn
+        owner = _ThreadConnection()
+        key = id(owner)
         with self._conns_lock:
-            self._conns.append(conn)
+            self._conns[key] = conn
+        # Not at interpreter exit: a daemon worker may still be using it then.
+        weakref.finalize(owner, _forget_connection, self._conns, key, conn).atexit = False
+        self._local.conn, self._local.owner = conn, owner
         return conn
 
     @contextmanager
@@ -294,9 +319,12 @@ class SQLiteStore:
 
     def close(self) -> None:
         with self._conns_lock:
-            conns, self._conns = self._conns, []
             self._closed = True
-        for conn in conns:
+        while self._conns:  # popitem: a thread ending meanwhile pops its own entry
+            try:
+                _, conn = self._conns.popitem()
+            except KeyError:
+                break
             try:
                 conn.close()
             except sqlite3.Error:
