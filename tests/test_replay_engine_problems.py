@@ -20,55 +20,22 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from plugins_helpers import ENGINE_GROUP, FakeDist, FakeInstall, fake_installation, write_config
+from plugins_helpers import (
+    ENGINE_GROUP,
+    FLAKY_MESSAGE,
+    FLAKY_SECRET,
+    FLAKY_SOURCE,
+    FakeDist,
+    FakeInstall,
+    fake_installation,
+    write_config,
+)
 
 from hermes_host.cli import cli
 from tests.host_helpers import TRANSCRIPTS
 
+MESSAGE, SECRET = FLAKY_MESSAGE, FLAKY_SECRET
 TRANSCRIPT = TRANSCRIPTS / "taubench-airline-gpt4o-task33-trial0.jsonl"
-SECRET = "sk-ant-api03-" + "Zq7Xw9Vt3Rp5" * 6
-MESSAGE = "summariser backend refused the request: quota exhausted"
-
-FLAKY_SOURCE = f'''
-import threading
-
-from hermes_host import CompressDecision, SelectResult, hookimpl
-
-RELEASE = threading.Event()
-MESSAGE = {MESSAGE!r}
-SECRET = {SECRET!r}
-
-
-class Flaky:
-    """Breaks every lifecycle hook it answers in the way ``options["mode"]`` says."""
-
-    def __init__(self, options=None):
-        self.mode = (options or {{}}).get("mode", "raise")
-
-    def _fail(self, request, good):
-        if self.mode == "raise":
-            raise RuntimeError(f"{{MESSAGE}} (key {{SECRET}})")
-        if self.mode == "hang":
-            RELEASE.wait(60)
-            return None
-        if self.mode == "dict":
-            return good.model_dump()
-        if self.mode == "invalid":  # two user messages in a row
-            extra = [{{"role": "user", "content": "a"}}, {{"role": "user", "content": "b"}}]
-            return SelectResult(messages=[*request.messages, *extra])
-        return good
-
-    @hookimpl
-    def should_compress(self, request):
-        if self.mode == "invalid":
-            return "yes, compress"
-        return self._fail(request, CompressDecision(compress=False, reason="healthy"))
-
-    @hookimpl
-    def select_context(self, request):
-        return self._fail(request, SelectResult(messages=request.messages))
-'''
-
 needs_transcript = pytest.mark.skipif(
     not TRANSCRIPT.is_file(), reason=f"real transcript {TRANSCRIPT} not found"
 )
