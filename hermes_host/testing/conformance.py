@@ -439,9 +439,10 @@ def load_engine(name: str, options: Mapping[str, Any] | None = None) -> object:
 
 def _fail(engine: object, hook: str, session: Session, problems: Sequence[Problem]) -> None:
     __tracebackhide__ = True  # the report names the rule; the kit's frames are noise
+    name, cls = engine_name(engine), type(engine).__name__
+    label = repr(name) if name == cls else f"{name!r} ({cls})"
     lines = [
-        f"engine {engine_name(engine)!r} ({type(engine).__name__}) broke {len(problems)} "
-        f"host rule(s) in {hook} on "
+        f"engine {label} broke {len(problems)} host rule(s) in {hook} on "
         f"session {session.id!r} ({session.description}, {len(session.messages)} messages):"
     ]
     lines += [f"  {p}" for p in problems]
