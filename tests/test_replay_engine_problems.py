@@ -99,16 +99,23 @@ def test_a_raising_engine_is_reported_in_plain_output_with_its_message(
 def test_strict_exits_1_for_every_kind_of_engine_problem(
     tmp_path: Path, flaky: FakeInstall
 ) -> None:
-    for mode, needle in (
-        ("raise", "raised RuntimeError"),
-        ("invalid", "returned an invalid result: returned str, expected CompressDecision"),
-        ("dict", "returned a plain dict, expected CompressDecision or None"),
-        ("hang", "timed out after 0.2s"),
+    for mode, needles in (
+        ("raise", ["raised RuntimeError"]),
+        ("invalid", [
+            "should_compress' returned an invalid result: returned str, expected "
+            "CompressDecision",
+            "select_context' returned an invalid result: 2 window invariant violation(s): "
+            "alternation at 2: two consecutive user messages",
+        ]),
+        ("dict", ["returned a plain dict, expected CompressDecision or None",
+                  "returned a plain dict, expected SelectResult or None"]),
+        ("hang", ["timed out after 0.2s"]),
     ):
         started = time.monotonic()
         code, out, _ = _replay(tmp_path, mode, "--strict")
         assert code == 1, (mode, out)
-        assert needle in out, (mode, out)
+        for needle in needles:
+            assert needle in out, (mode, needle, out)
         assert "engine problems" in out
         if mode == "hang":  # the breaker skips the hung engine: not 0.2 s per step
             assert time.monotonic() - started < 30

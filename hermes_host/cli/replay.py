@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import click
+from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -205,13 +206,15 @@ def _print_problems(rows: list[HookHealth]) -> None:
     if not rows:
         return
     out = Console()
-    table = Table(title="engine problems", title_style="bold red")
-    for name in ("engine", "hook", "calls", "errors", "timeouts", "invalid", "skipped",
-                 "breaker"):
+    table = Table(title="engine problems", title_style="bold red", box=box.SIMPLE_HEAD,
+                  pad_edge=False)
+    width = max(len(f"{r.plugin}.{r.hook}") for r in rows)
+    table.add_column("engine.hook", min_width=width, overflow="fold")  # never cut a name
+    for name in ("calls", "errors", "timeouts", "invalid", "skipped", "breaker"):
         table.add_column(name, overflow="fold")
     for row in rows:
         table.add_row(
-            row.plugin, row.hook, str(row.calls), str(row.errors), str(row.timeouts),
+            f"{row.plugin}.{row.hook}", str(row.calls), str(row.errors), str(row.timeouts),
             str(row.invalid), str(row.skipped), row.breaker or "-",
         )
     out.print(table)
