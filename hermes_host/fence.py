@@ -783,7 +783,7 @@ class HookRunner:
         """Every plugin and hook called so far: counts, the last problem and the plugin's
         breaker state.  ``[row for row in runner.health() if row.problems]`` is what went
         wrong."""
-        return self._with_breakers(self._health.rows())
+        return self.with_breakers(self._health.rows())
 
     @contextmanager
     def recording(self) -> Iterator[HealthLog]:
@@ -804,9 +804,6 @@ class HookRunner:
 
     def with_breakers(self, rows: Sequence[HookHealth]) -> list[HookHealth]:
         """``rows`` with each plugin's current breaker state filled in."""
-        return self._with_breakers(rows)
-
-    def _with_breakers(self, rows: Sequence[HookHealth]) -> list[HookHealth]:
         states = {name: b["state"] for name, b in self.breaker_state().items()}
         return [replace(row, breaker=states.get(row.plugin)) for row in rows]
 
