@@ -38,7 +38,12 @@ def cli() -> None:
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """Writes to whatever ``sys.stderr`` is when a record is emitted."""
+    """Writes to whatever ``sys.stderr`` is when a record is emitted, while the trace is on
+    (a process that runs several commands, e.g. tests, may switch it off again)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if trace_enabled():
+            super().emit(record)
 
     @property
     def stream(self) -> TextIO:
