@@ -5,6 +5,7 @@ Public API for engine authors::
     from hermes_host import hookimpl, CompressRequest, CompressResult
 """
 
+import logging
 from importlib.metadata import PackageNotFoundError, version
 
 from hermes_host.hookspecs import hookimpl, hookspec
@@ -25,6 +26,9 @@ from hermes_host.models import (
     ShouldCompressRequest,
     SummarizerSettings,
 )
+
+# A library logs, the application decides where to (the CLI: HERMES_HOST_TRACE_PLUGINS=1).
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 try:
     __version__ = version("hermes-host")

@@ -10,6 +10,7 @@ A turn (:meth:`ChatController.send`)::
     session.add_user(line) → session.build_request() → to_anthropic(request)
     → model.complete(system, messages, max_tokens) → session.add_assistant(text)
     → session.end_turn(usage) → show outcome.events (R-10.4 markers, compaction notes)
+    → one warning line if an engine hook failed during the turn (``/status`` lists them all)
 
 Slash commands (R-12.1) are listed in :data:`COMMANDS`; ``/help`` prints them.
 """
@@ -27,6 +28,7 @@ from typing import Any, Protocol
 
 import anthropic
 
+from hermes_host.fence import HookHealth
 from hermes_host.host import CompressionReport, ContextHost, Session, TurnOutcome
 from hermes_host.llm.anthropic_summarizer import classify_status_error
 from hermes_host.messages import is_summary, one_line, text_of, turn_starts
@@ -362,6 +364,8 @@ class ChatController:
     """Session ids this controller has worked on, oldest first."""
     last_outcome: TurnOutcome | None = None
     """What the last :meth:`Session.end_turn` decided (shown by ``/status``)."""
+    _skip_warned: set[str] = field(default_factory=set, init=False, repr=False)
+    """Plugins whose open breaker was already reported (see :meth:`send`)."""
 
     def __post_init__(self) -> None:
         self.history.append(self.session.id)
@@ -399,7 +403,36 @@ class ChatController:
         return True
 
     def send(self, text: str) -> None:
-        """One turn: store the user text, ask the model, store the answer, end the turn."""
+        """One turn: store the user text, ask the model, store the answer, end the turn.
+
+        An engine hook that fails during the turn (raised, timed out, answered something
+        invalid, or skipped by its breaker) is one warning line, on this turn."""
+        with self.host.runner.recording() as seen:
+            try:
+                self._turn(text)
+            finally:
+                self._warn(self.host.runner.with_breakers(seen.problems()))
+
+    def _warn(self, rows: Sequence[HookHealth]) -> None:
+        """One line for the engine problems of a turn.  Skips by an open breaker are shown
+        once per opening, not on every turn it stays open."""
+        for row in rows:
+            if row.breaker in (None, "closed"):
+                self._skip_warned.discard(row.plugin)
+        fresh = [r for r in rows if r.problems > r.skipped or r.plugin not in self._skip_warned]
+        if not fresh:
+            return
+        self._skip_warned.update(r.plugin for r in fresh if r.breaker not in (None, "closed"))
+        first = fresh[0]
+        line = f"engine problem this turn: {first.last_error}"
+        if first.breaker not in (None, "closed"):
+            line += f" [breaker {first.breaker}]"
+        if len(fresh) > 1:
+            others = ", ".join(f"{r.plugin}.{r.hook}" for r in fresh[1:])
+            line += f" (also {others})"
+        self.ui.error(line + "; /status shows every engine problem")
+
+    def _turn(self, text: str) -> None:
         session = self.session
         session.add_user(text)
         system, messages = to_anthropic(session.build_request())
@@ -587,6 +620,14 @@ class ChatController:
         else:
             lines.append("select_context: no engine changed the last request"
                          + (f" (configured: {', '.join(chain)})" if chain else ""))
+        problems = status["engine_problems"]
+        if problems:
+            lines.append("engine problems (since the chat started):")
+            for row in problems:
+                health = HookHealth(**{k: v for k, v in row.items() if k != "problems"})
+                lines.append(f"  {health.describe()}")
+        else:
+            lines.append("engine problems: none")
         self.ui.info("\n".join(lines))
 
     def cmd_resume(self, command: Command) -> None:

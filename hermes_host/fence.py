@@ -12,9 +12,10 @@ pluggy gives no per-plugin isolation, no time limit and no protection of its arg
    ``hooks.max_leaked_workers`` workers are stuck, further calls are refused at once instead
    of spawning threads without bound.  Daemon workers never block interpreter exit — unlike
    ``ThreadPoolExecutor``, whose workers are joined at exit.
-3. **validate** — the result must be the hook's result type (a dict that validates into it is
-   accepted) and, when it carries ``messages``, satisfy the window invariants (alternation,
-   tool pairs, at most one summary) and leave the system prompt exactly as it was.
+3. **validate** — the result must be an instance of the hook's result type (a plain ``dict``
+   is refused as ``invalid``, even one that would validate: an engine builds the model) and,
+   when it carries ``messages``, satisfy the window invariants (alternation, tool pairs, at
+   most one summary) and leave the system prompt exactly as it was.
 4. **stamp** — every call ends with one :class:`Provenance`; a stamp is final.  A timed-out
    call can never be overwritten by its late worker, and a late result can never leak into a
    later call (each call has its own rendezvous).
@@ -28,9 +29,21 @@ composition helpers here implement the two that are fixed by the hook contracts:
 ("a failed link leaves the messages as they were").
 
 Error strings name the plugin, the hook and the exception class and message — never the
-request's contents: text found in the request is redacted from exception messages.
+request's contents: text found in the request is redacted from exception messages, then
+:func:`hermes_host.redact.redact` removes anything that looks like a credential, and the
+text is bounded (300 characters).
 
-Set ``HERMES_HOST_TRACE_PLUGINS=1`` to print one line per call to stderr.
+**Visible failures.**  Every call that is not adopted for a reason other than a ``None``
+answer is a *problem*: ``error``, ``timeout``, ``invalid`` or ``breaker_open`` (skipped).
+:meth:`HookRunner.health` counts the calls and problems per plugin and hook, with the last
+error message and the plugin's breaker state (``ContextHost.engine_health()``,
+``Session.status()``, ``replay`` and ``chat`` show it); :meth:`HookRunner.recording` counts
+only what happens inside a ``with`` block (a replay, a chat turn).  Each problem is logged on
+the ``hermes_host.fence`` logger at WARNING — with the plugin's redacted traceback when it
+raised — and an opening breaker once; a skip by an open breaker is logged at DEBUG.
+
+Set ``HERMES_HOST_TRACE_PLUGINS=1`` to print one line per call to stderr (with the error
+message of a failed call).
 """
 
 from __future__ import annotations
@@ -40,18 +53,21 @@ import datetime as _dt
 import decimal
 import enum
 import itertools
+import logging
 import os
 import queue
 import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from typing import Any, Generic, TextIO, TypeVar
 
 import pluggy
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from hermes_host.config import HooksSection
 from hermes_host.hookspecs import DEFAULT_TIMEOUTS, MEMORY_HOOKS
@@ -64,15 +80,21 @@ from hermes_host.models import (
     SelectResult,
 )
 from hermes_host.plugins import TRACE_ENV, trace_enabled  # one switch for both traces
+from hermes_host.redact import redact
 
 __all__ = [
     "FALLBACK_TIMEOUT",
     "RESULT_TYPES",
     "TRACE_ENV",
     "Fenced",
+    "HealthLog",
+    "HookHealth",
     "HookRunner",
     "Provenance",
 ]
+
+log = logging.getLogger(__name__)
+"""Problems of fenced calls, at WARNING (tracebacks included); see the module docstring."""
 
 T = TypeVar("T")
 
@@ -94,6 +116,7 @@ _MAX_BUSY_WORKERS = 64  # concurrent calls that are still within their timeout
 _MAX_IDLE_WORKERS = 8  # idle threads kept warm; extra ones exit
 _IDLE_SECONDS = 30.0  # an idle worker exits after this long, so dropped runners free threads
 _MAX_ERROR_CHARS = 300
+_MAX_TRACEBACK_CHARS = 4_000  # the tail of a logged traceback (the frames nearest the raise)
 
 
 class Provenance(enum.StrEnum):
@@ -134,6 +157,116 @@ class Fenced(Generic[T]):
     def failed(self) -> bool:
         """True for timeout, error, invalid and breaker_open (not for a ``None`` answer)."""
         return self.provenance in _FAILURES or self.provenance is Provenance.BREAKER_OPEN
+
+
+# --- health: what went wrong, per plugin and hook -----------------------------------------
+
+
+@dataclass
+class HookHealth:
+    """Counts of one plugin's calls of one hook, and its last problem."""
+
+    plugin: str
+    hook: str
+    calls: int = 0
+    ok: int = 0
+    none: int = 0
+    errors: int = 0
+    timeouts: int = 0
+    invalid: int = 0
+    skipped: int = 0
+    """Calls refused by an open circuit breaker."""
+    last_error: str | None = None
+    """The message of the last problem (redacted, bounded), e.g. ``plugin 'x' hook 'compress'
+    raised ValueError: …``; a breaker skip does not replace the failure before it."""
+    last_error_type: str | None = None
+    breaker: str | None = None
+    """The plugin's breaker (``closed`` / ``open`` / ``half_open``) when the report was made;
+    ``None`` when it has never been called through the pool."""
+
+    @property
+    def problems(self) -> int:
+        """Errors, timeouts, invalid answers and breaker skips."""
+        return self.errors + self.timeouts + self.invalid + self.skipped
+
+    def describe(self) -> str:
+        """One line: ``engine.hook: 2 errors, 1 timeout of 5 calls (breaker open) — last: …``."""
+        parts = [
+            f"{n} {word}{'' if n == 1 else 's'}"
+            for n, word in (
+                (self.errors, "error"),
+                (self.timeouts, "timeout"),
+                (self.invalid, "invalid answer"),
+                (self.skipped, "breaker skip"),
+            )
+            if n
+        ]
+        line = f"{self.plugin}.{self.hook}: {', '.join(parts) or 'no problems'} of "
+        line += f"{self.calls} call{'' if self.calls == 1 else 's'}"
+        if self.breaker and self.breaker != "closed":
+            line += f" (breaker {self.breaker})"
+        if self.last_error:
+            line += f" — last: {self.last_error}"
+        return line
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "plugin": self.plugin,
+            "hook": self.hook,
+            "calls": self.calls,
+            "ok": self.ok,
+            "none": self.none,
+            "errors": self.errors,
+            "timeouts": self.timeouts,
+            "invalid": self.invalid,
+            "skipped": self.skipped,
+            "problems": self.problems,
+            "last_error": self.last_error,
+            "last_error_type": self.last_error_type,
+            "breaker": self.breaker,
+        }
+
+
+_COUNTERS = {
+    Provenance.OK: "ok",
+    Provenance.NONE: "none",
+    Provenance.ERROR: "errors",
+    Provenance.TIMEOUT: "timeouts",
+    Provenance.INVALID: "invalid",
+    Provenance.BREAKER_OPEN: "skipped",
+}
+
+
+class HealthLog:
+    """Stamps counted per (plugin, hook); thread-safe.  See :meth:`HookRunner.recording`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rows: dict[tuple[str, str], HookHealth] = {}
+
+    def add(self, fenced: Fenced[Any]) -> None:
+        key = (fenced.plugin, fenced.hook)
+        with self._lock:
+            row = self._rows.get(key)
+            if row is None:
+                row = self._rows[key] = HookHealth(fenced.plugin, fenced.hook)
+            row.calls += 1
+            name = _COUNTERS[fenced.provenance]
+            setattr(row, name, getattr(row, name) + 1)
+            # A breaker skip says only "skipped"; the failure that opened it says why.
+            skip = fenced.provenance is Provenance.BREAKER_OPEN
+            if fenced.failed and not (skip and row.last_error):
+                row.last_error = fenced.error
+                row.last_error_type = fenced.error_type
+
+    def rows(self) -> list[HookHealth]:
+        """A copy of every row, by plugin then hook."""
+        with self._lock:
+            return [replace(row) for _, row in sorted(self._rows.items())]
+
+    def problems(self) -> list[HookHealth]:
+        """The rows with at least one problem."""
+        return [row for row in self.rows() if row.problems]
 
 
 # --- worker pool --------------------------------------------------------------------------
@@ -385,11 +518,12 @@ _WORD = re.compile(r"[^\s'\"`,;()\[\]{}<>]+")
 _REDACTED = "[redacted]"
 
 
-def _redact(text: str, request: BaseModel) -> str:
+def _redact(text: str, request: BaseModel, limit: int = _MAX_ERROR_CHARS) -> str:
     """Remove request text from an exception message: whole string leaves of 6+ characters,
     and any long word (12+ chars, or 8+ with a digit — keys and tokens look like that) that
-    occurs anywhere in the request."""
-    text = text[: _MAX_ERROR_CHARS * 4]  # bound the work: an exception may quote megabytes
+    occurs anywhere in the request; then credentials (:func:`hermes_host.redact.redact`).
+    The result has at most ``limit`` characters."""
+    text = text[: limit * 4]  # bound the work: an exception may quote megabytes
     leaves = sorted({s for s in _request_strings(request) if len(s) >= 6}, key=len, reverse=True)
     for leaf in leaves:
         if leaf in text:
@@ -401,20 +535,22 @@ def _redact(text: str, request: BaseModel) -> str:
         secretish = len(token) >= 12 or (len(token) >= 8 and any(c.isdigit() for c in token))
         return _REDACTED if secretish and token != _REDACTED and token in haystack else token
 
-    text = _WORD.sub(word, text)
-    if len(text) > _MAX_ERROR_CHARS:
-        text = text[: _MAX_ERROR_CHARS - 3] + "..."
+    text = redact(_WORD.sub(word, text))
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
     return text
 
 
-def _describe_validation(exc: ValidationError) -> str:
-    """Locations and messages only — pydantic's default text echoes the input values."""
-    parts = []
-    for err in exc.errors(include_input=False, include_url=False)[:5]:
-        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        parts.append(f"{loc}: {err['msg']}")
-    more = len(exc.errors()) - len(parts)
-    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+def _traceback_text(exc: BaseException, request: BaseModel) -> str:
+    """``exc``'s traceback for the log: redacted like its message, the tail kept."""
+    try:
+        text = "".join(traceback.format_exception(exc))
+    except Exception:  # an exception whose __str__ raises, a broken frame
+        return f"(no traceback: {type(exc).__name__} could not be formatted)"
+    if len(text) > _MAX_TRACEBACK_CHARS * 4:
+        text = text[-_MAX_TRACEBACK_CHARS * 4 :]
+    text = _redact(text, request, limit=_MAX_TRACEBACK_CHARS * 4)
+    return text if len(text) <= _MAX_TRACEBACK_CHARS else "..." + text[-_MAX_TRACEBACK_CHARS:]
 
 
 def _system_prompt_change(request: BaseModel, messages: list[Any]) -> str | None:
@@ -447,23 +583,20 @@ def _validate(hook: str, value: Any, request: BaseModel) -> tuple[Provenance, An
     if model is None:  # a hookspec this fence has no contract for: pass the value through
         return Provenance.OK, value, None
     if isinstance(value, dict):
-        try:
-            value = model.model_validate(value)
-        except ValidationError as exc:
-            return (
-                Provenance.INVALID,
-                None,
-                f"returned a dict that is not a valid {model.__name__}: "
-                + _describe_validation(exc),
-            )
-    elif not isinstance(value, model):
+        return (
+            Provenance.INVALID,
+            None,
+            f"returned a plain dict, expected {model.__name__} or None (build the result "
+            f"with {model.__name__}(...); a dict is never adopted)",
+        )
+    if not isinstance(value, model):
         return (
             Provenance.INVALID,
             None,
             f"returned {type(value).__name__}, expected {model.__name__} or None",
         )
     if "messages" in type(value).model_fields:
-        messages = value.messages
+        messages = getattr(value, "messages", None)
         if not isinstance(messages, list):
             return (
                 Provenance.INVALID,
@@ -531,6 +664,8 @@ class HookRunner:
         self._pool = _WorkerPool(self._hooks.max_leaked_workers)
         self._breakers: dict[str, _Breaker] = {}
         self._breaker_lock = threading.Lock()
+        self._health = HealthLog()
+        self._recorders: list[HealthLog] = []
         self._pid = os.getpid()
         self._timeouts = {
             name: self._hooks.timeout(name) for name in {*DEFAULT_TIMEOUTS, *self._hooks.timeouts}
@@ -644,6 +779,34 @@ class HookRunner:
                 }
         return out
 
+    def health(self) -> list[HookHealth]:
+        """Every plugin and hook called so far: counts, the last problem and the plugin's
+        breaker state.  ``[row for row in runner.health() if row.problems]`` is what went
+        wrong."""
+        return self.with_breakers(self._health.rows())
+
+    @contextmanager
+    def recording(self) -> Iterator[HealthLog]:
+        """Count the stamps made while the block runs (from any thread of this runner)::
+
+            with runner.recording() as seen:
+                session.end_turn()
+            for row in runner.with_breakers(seen.problems()): ...
+        """
+        log_ = HealthLog()
+        with self._breaker_lock:
+            self._recorders = [*self._recorders, log_]
+        try:
+            yield log_
+        finally:
+            with self._breaker_lock:
+                self._recorders = [r for r in self._recorders if r is not log_]
+
+    def with_breakers(self, rows: Sequence[HookHealth]) -> list[HookHealth]:
+        """``rows`` with each plugin's current breaker state filled in."""
+        states = {name: b["state"] for name, b in self.breaker_state().items()}
+        return [replace(row, breaker=states.get(row.plugin)) for row in rows]
+
     def pool_state(self) -> dict[str, int]:
         """Worker threads, idle ones, leaked ones and the leak cap."""
         return self._pool.state()
@@ -744,6 +907,7 @@ class HookRunner:
                 None,
                 f"plugin {plugin!r} hook {hook!r} raised {detail}",
                 type(exc).__name__,
+                logged=_traceback_text(exc, started.request),
             )
         raw = job.value
         if not started.firstresult:
@@ -773,7 +937,10 @@ class HookRunner:
         error_type: str | None,
         *,
         account: bool = True,
+        logged: str | None = None,
     ) -> Fenced[Any]:
+        if error is not None:
+            error = redact(error)  # what the plugin said was also cleared of request text
         fenced: Fenced[Any] = Fenced(
             plugin=started.plugin,
             hook=started.hook,
@@ -785,6 +952,16 @@ class HookRunner:
         )
         if account and started.job is not None:
             self._record(started.plugin, fenced)
+        self._health.add(fenced)
+        for recorder in self._recorders:  # a copy-on-write list: no lock needed to read it
+            recorder.add(fenced)
+        if fenced.failed:
+            if provenance is Provenance.BREAKER_OPEN:
+                log.debug("%s", error)
+            elif logged is not None:
+                log.warning("%s\n%s", error, logged)
+            else:
+                log.warning("%s", error)
         if self._trace:
             self._write_trace(fenced)
         return fenced
@@ -796,6 +973,8 @@ class HookRunner:
         )
         if fenced.error_type:
             line += f" error={fenced.error_type}"
+        if fenced.error:
+            line += f" message={fenced.error}"
         stream = self._trace_stream or sys.stderr
         try:
             stream.write(line + "\n")
@@ -843,18 +1022,25 @@ class HookRunner:
             self._breaker(plugin).trial = False
 
     def _record(self, plugin: str, fenced: Fenced[Any]) -> None:
+        opened: tuple[int, str | None] | None = None
         with self._breaker_lock:
             b = self._breaker(plugin)
             b.calls += 1
             if fenced.provenance in _FAILURES:
                 b.failures += 1
                 b.consecutive += 1
-                b.last_error = f"{fenced.hook}: {fenced.provenance.value}" + (
-                    f" ({fenced.error_type})" if fenced.error_type else ""
-                )
+                b.last_error = fenced.error or f"{fenced.hook}: {fenced.provenance.value}"
                 if b.trial or b.consecutive >= self._hooks.breaker.failures:
+                    if b.opened_at is None or b.trial:
+                        opened = (b.consecutive, b.last_error)
                     b.opened_at = self._clock()
             else:
                 b.consecutive = 0
                 b.opened_at = None
             b.trial = False
+        if opened is not None:
+            log.warning(
+                "plugin %r circuit breaker opened after %d consecutive failures (last: %s); "
+                "its calls are skipped for %gs",
+                plugin, opened[0], opened[1], self._hooks.breaker.cooldown_seconds,
+            )

@@ -261,6 +261,12 @@ class ContextHost:
     def providers(self) -> list[str]:
         return [n for n in self.config.memory.providers if n in self.plugins.providers]
 
+    def engine_health(self) -> list[dict[str, Any]]:
+        """Per engine / memory provider and hook, since this host started: calls, errors,
+        timeouts, invalid answers, breaker skips, the last (redacted) error message and the
+        breaker state — what went wrong is every row with ``problems > 0``.  JSON-ready."""
+        return [row.as_dict() for row in self.runner.health()]
+
     # -- sessions -----------------------------------------------------------------------
 
     def open_session(
@@ -1049,7 +1055,8 @@ class Session:
 
     def status(self) -> dict[str, Any]:
         """What ``/status`` shows (R-12.1): session, model, tokens and context use, guards,
-        lineage, and the invariant counters.  JSON-ready."""
+        lineage, the invariant counters, and ``engine_problems``: the rows of
+        :meth:`ContextHost.engine_health` with a problem.  JSON-ready."""
         host = self.host
         model = host.config.model
         tokens = self.window_tokens
@@ -1080,6 +1087,7 @@ class Session:
             "engines": {hook: host.chain(hook) for hook in ("should_compress", "compress",
                                                             "select_context")},
             "memory_providers": host.providers,
+            "engine_problems": [row for row in host.engine_health() if row["problems"]],
         }
 
     def undo(self, turns: int = 1) -> int:

@@ -13,6 +13,11 @@ tool messages follow.  The driver behaves like an agent loop:
   transcripts often hold one user message and hundreds of model calls.
 
 Token counts come from the host's own counter (a replay has no provider usage).
+
+Every fenced call the replay makes is counted per engine and hook
+(:meth:`hermes_host.fence.HookRunner.recording`): ``engine_problems`` lists each one that
+raised, timed out, answered something invalid or was skipped by an open breaker, with the
+last error message — a broken engine is never mistaken for a quiet one.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes_host.fence import HookHealth
 from hermes_host.host import CompressionReport, ContextHost, Session
 from hermes_host.messages import check_invariants
 from hermes_host.models import Message
@@ -109,6 +115,8 @@ class ReplayResult:
     select_decisions: list[dict[str, Any]]
     window_series: list[int] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
+    engine_problems: list[HookHealth] = field(default_factory=list)
+    """Per engine and hook that went wrong during the replay (see the module docstring)."""
 
     @property
     def committed(self) -> list[CompressionRecord]:
@@ -143,6 +151,7 @@ class ReplayResult:
             "store": self.store,
             "normalised": self.normalised,
             "select_decisions": self.select_decisions,
+            "engine_problems": [row.as_dict() for row in self.engine_problems],
             "final_request": self.final_request,
         }
 
@@ -162,6 +171,20 @@ def replay_transcript(
     per compression attempt (committed or not), for a live line; ``on_request(index,
     request, select_decisions)`` sees each request built before message ``index`` (an
     assistant reply) with what the ``select_context`` chain did (``evaluate`` measures it)."""
+    with host.runner.recording() as seen:
+        result = _replay(host, transcript, title, on_step, on_compression, on_request)
+    result.engine_problems = host.runner.with_breakers(seen.problems())
+    return result
+
+
+def _replay(
+    host: ContextHost,
+    transcript: Transcript,
+    title: str | None,
+    on_step: Callable[[int, int], None] | None,
+    on_compression: Callable[[CompressionRecord], None] | None,
+    on_request: Callable[[int, list[Message], list[dict[str, Any]]], None] | None,
+) -> ReplayResult:
     session: Session = host.open_session(
         title=title, system_prompt=transcript.system_prompt or ""
     )

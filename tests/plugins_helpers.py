@@ -23,6 +23,9 @@ from hermes_host.plugins import ENGINE_GROUP, PROVIDER_GROUP, reset_discovery_ca
 __all__ = [
     "BROKEN_SOURCE",
     "ENGINE_GROUP",
+    "FLAKY_MESSAGE",
+    "FLAKY_SECRET",
+    "FLAKY_SOURCE",
     "GOOD_ENGINE_SOURCE",
     "LOUD_SOURCE",
     "NOTES_SOURCE",
@@ -160,3 +163,49 @@ def write_config(directory: Path, text: str, name: str = "config.yaml") -> Path:
     path = directory / name
     path.write_text(textwrap.dedent(text), encoding="utf-8")
     return path
+
+
+# An installed engine that fails in a chosen way (issue 12: a broken engine must be visible).
+# ``RELEASE.set()`` frees a hung call.
+FLAKY_SECRET = "sk-ant-api03-" + "Zq7Xw9Vt3Rp5" * 6
+FLAKY_MESSAGE = "summariser backend refused the request: quota exhausted"
+
+FLAKY_SOURCE = f'''
+import threading
+
+from hermes_host import CompressDecision, SelectResult, hookimpl
+
+RELEASE = threading.Event()
+MESSAGE = {FLAKY_MESSAGE!r}
+SECRET = {FLAKY_SECRET!r}
+
+
+class Flaky:
+    """Breaks every lifecycle hook it answers in the way ``options["mode"]`` says."""
+
+    def __init__(self, options=None):
+        self.mode = (options or {{}}).get("mode", "raise")
+
+    def _fail(self, request, good):
+        if self.mode == "raise":
+            raise RuntimeError(f"{{MESSAGE}} (key {{SECRET}})")
+        if self.mode == "hang":
+            RELEASE.wait(60)
+            return None
+        if self.mode == "dict":
+            return good.model_dump()
+        if self.mode == "invalid":  # two user messages in a row
+            extra = [{{"role": "user", "content": "a"}}, {{"role": "user", "content": "b"}}]
+            return SelectResult(messages=[*request.messages, *extra])
+        return good
+
+    @hookimpl
+    def should_compress(self, request):
+        if self.mode == "invalid":
+            return "yes, compress"
+        return self._fail(request, CompressDecision(compress=False, reason="healthy"))
+
+    @hookimpl
+    def select_context(self, request):
+        return self._fail(request, SelectResult(messages=request.messages))
+'''

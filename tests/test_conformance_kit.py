@@ -18,7 +18,6 @@ from hermes_host.messages import DANGLING_RESULT, check_invariants, text_of
 from hermes_host.plugins import new_plugin_manager
 from hermes_host.scaffold import render
 from hermes_host.testing import CHECKS, build_request, check_hook, generated_sessions
-from hermes_host.testing.conformance import ENGINE_NAME
 from hermes_host.testing.generate import transcript_sessions
 
 SESSIONS = {s.id: s for s in generated_sessions()}
@@ -165,9 +164,9 @@ def test_the_kit_calls_through_the_real_fence_R_0_4() -> None:
             seen.append(request)
 
     pm = new_plugin_manager()
-    pm.register(Spy(), name=ENGINE_NAME)
+    pm.register(Spy(), name="spy")
     request = build_request("select_context", SESSIONS["coding"])
-    fenced = HookRunner(pm).call(ENGINE_NAME, "select_context", request)
+    fenced = HookRunner(pm).call("spy", "select_context", request)
     assert fenced.provenance is Provenance.NONE
     assert seen and seen[0] is not request and seen[0].messages == request.messages
     assert seen[0].history is request.history  # handles are shared: hence no_mutation
@@ -195,9 +194,9 @@ def test_scaffold_engine_conforms_on_every_session(tmp_path: Path) -> None:
             for hook in LIFECYCLE_HOOKS:
                 assert check_hook(engine, hook, session) == [], (session.id, hook)
         pm = new_plugin_manager()
-        pm.register(engine, name=ENGINE_NAME)
+        pm.register(engine, name="spy")
         request = build_request("select_context", SESSIONS["long_outputs"])
-        fenced = HookRunner(pm).call(ENGINE_NAME, "select_context", request)
+        fenced = HookRunner(pm).call("spy", "select_context", request)
         assert fenced.adopted and fenced.value is not None, "it elides over budget"
         assert fenced.value.decision["elided_tool_outputs"] >= 1
     finally:

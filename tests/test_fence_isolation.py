@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 from fence_helpers import (
@@ -25,7 +26,13 @@ from fence_helpers import (
 )
 
 from hermes_host.fence import Fenced, HookRunner, Provenance
-from hermes_host.models import CompressDecision, SelectResult
+from hermes_host.models import (
+    CompressDecision,
+    CompressRequest,
+    GuardState,
+    PruneRequest,
+    SelectResult,
+)
 
 
 def test_r0_4_adopted_answer_goes_through_pluggy_to_one_plugin() -> None:
@@ -182,8 +189,8 @@ def test_r10_2_late_result_never_overwrites_the_timeout_nor_reaches_a_later_call
     [
         ("yes please", "returned str, expected CompressDecision or None"),
         (SelectResult(messages=window()), "returned SelectResult, expected CompressDecision"),
-        ({"compress": "perhaps"}, "not a valid CompressDecision: compress:"),
-        ({"compress": True, "bogus": 1}, "bogus: Extra inputs are not permitted"),
+        ({"compress": "perhaps"}, "returned a plain dict, expected CompressDecision or None"),
+        ({"compress": True, "bogus": 1}, "returned a plain dict, expected CompressDecision"),
     ],
 )
 def test_r0_4_wrong_result_type_is_invalid(returned: object, needle: str) -> None:
@@ -194,11 +201,32 @@ def test_r0_4_wrong_result_type_is_invalid(returned: object, needle: str) -> Non
     assert "perhaps" not in fenced.error  # validation errors never echo values
 
 
-def test_r0_4_a_dict_that_validates_is_adopted_as_the_model() -> None:
-    fenced = HookRunner(make_pm(d=Returns({"compress": True, "reason": "dict"}))).call(
-        "d", "should_compress", should_request()
-    )
-    assert fenced.adopted and fenced.value == CompressDecision(compress=True, reason="dict")
+@pytest.mark.parametrize(
+    ("hook", "request_", "returned", "model"),
+    [
+        ("should_compress", should_request, {"compress": True, "reason": "dict"},
+         "CompressDecision"),
+        ("select_context", select_request, {"messages": window()}, "SelectResult"),
+        ("compress", lambda: CompressRequest(
+            session_id="s-1", messages=window(), current_tokens=900, context_length=1000,
+            guards=GuardState(now=0.0)), {"messages": window(), "outcome": "summarised"},
+         "CompressResult"),
+        ("prune_tool_results_only", lambda: PruneRequest(
+            session_id="s-1", messages=window(), current_tokens=900, context_length=1000),
+         {"messages": window(), "pruned": 0}, "PruneResult"),
+    ],
+    ids=["should_compress", "select_context", "compress", "prune_tool_results_only"],
+)
+def test_r0_4_a_plain_dict_is_invalid_even_when_it_would_validate(
+    hook: str, request_: Any, returned: dict[str, Any], model: str
+) -> None:
+    """Issue 12: a ``dict`` instead of the result model was adopted as ``ok``; the contract
+    (R-14.3) is the result object, so the fence refuses it with a reason that says so."""
+    fenced = HookRunner(make_pm(d=Returns(returned))).call("d", hook, request_())
+    assert fenced.provenance is Provenance.INVALID and not fenced.adopted
+    assert fenced.value is None and fenced.error_type == "InvalidResult"
+    assert f"plugin 'd' hook {hook!r} returned an invalid result: returned a plain dict, " \
+        f"expected {model} or None" in fenced.error
 
 
 def test_r0_4_none_answer_is_stamped_none_and_not_adopted() -> None:
@@ -235,7 +263,7 @@ def _malformed_windows() -> list[tuple[str, list[dict], str]]:
         ("changed_system", changed_system, "system prompt (message 0) was changed"),
         ("removed_system", no_system, "system prompt (message 0) was removed"),
         ("bad_role", [dict(SYSTEM), {"role": "robot", "content": "x"}], "structure at 1"),
-        ("not_a_list", "oops", "not a valid SelectResult: messages: Input should be a valid"),
+        ("not_a_list", "oops", "SelectResult.messages is str, expected a list"),
     ]
 
 
@@ -246,7 +274,7 @@ def test_r1_4_r6_9_malformed_messages_are_invalid(
     """A select_context answer breaking a window invariant is discarded (R-1.3, R-6.6)."""
     request = select_request()
     before = request.model_dump()
-    returned = {"messages": messages}
+    returned = SelectResult.model_construct(messages=messages, decision={}, state=None)
     fenced = HookRunner(make_pm(bad=Returns(returned))).call("bad", "select_context", request)
     assert fenced.provenance is Provenance.INVALID, label
     assert needle in fenced.error, fenced.error
@@ -334,7 +362,7 @@ def test_r11_1_prune_tool_results_only_answers_are_validated_like_any_window() -
         make_pm(
             good=Returns(PruneResult(messages=pruned, pruned=1)),
             headless=Returns(PruneResult(messages=window()[1:], pruned=1)),
-            negative=Returns({"messages": pruned, "pruned": -1}),
+            asdict=Returns({"messages": pruned, "pruned": 1}),
             wrong=Returns(CompressDecision(compress=True)),
         )
     )
@@ -345,7 +373,7 @@ def test_r11_1_prune_tool_results_only_answers_are_validated_like_any_window() -
     assert prune("good").provenance is Provenance.OK
     assert prune("good").value.messages[3]["content"] == "[ls] listed 2 files"
     assert "system prompt (message 0) was removed" in prune("headless").error
-    assert "pruned: Input should be greater than or equal to 0" in prune("negative").error
+    assert "returned a plain dict, expected PruneResult" in prune("asdict").error
     assert "returned CompressDecision, expected PruneResult" in prune("wrong").error
     assert request.messages == window()
 
@@ -367,7 +395,7 @@ def test_r6_6_compress_answers_hold_one_summary_and_keep_the_system_prompt() -> 
         make_pm(
             good=Returns(CompressResult(messages=compressed, llm_calls=1)),
             twice=Returns(CompressResult(messages=twice)),
-            orphan=Returns({"messages": window()[:3], "outcome": "summarised"}),
+            orphan=Returns(CompressResult(messages=window()[:3], outcome="summarised")),
             badoutcome=Returns({"messages": compressed, "outcome": "exploded"}),
         )
     )
@@ -376,7 +404,7 @@ def test_r6_6_compress_answers_hold_one_summary_and_keep_the_system_prompt() -> 
     assert "summary_count" in runner.call("twice", "compress", request).error
     assert "orphan_call at 2" in runner.call("orphan", "compress", request).error
     bad = runner.call("badoutcome", "compress", request)
-    assert bad.provenance is Provenance.INVALID and "outcome: Input should be" in bad.error
+    assert bad.provenance is Provenance.INVALID and "returned a plain dict" in bad.error
     assert "exploded" not in bad.error
     assert request.messages == window()
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+import sys
+from typing import TextIO
+
 import click
 
 from hermes_host import __version__
+from hermes_host.plugins import trace_enabled
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -24,7 +29,40 @@ def cli() -> None:
 
     Configuration: --config PATH, else $HERMES_HOST_CONFIG, else ./config.yaml, else
     $HERMES_HOST_HOME/config.yaml (HERMES_HOST_HOME defaults to ~/.hermes-host).
+
+    Debugging engines: HERMES_HOST_TRACE_PLUGINS=1 prints one line per hook call and the
+    warnings of the fence (a failing plugin's redacted traceback) to stderr.
     """
+    if trace_enabled():
+        _log_to_stderr()
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is when a record is emitted, while the trace is on
+    (a process that runs several commands, e.g. tests, may switch it off again)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if trace_enabled():
+            super().emit(record)
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: TextIO) -> None:
+        pass
+
+
+def _log_to_stderr() -> None:
+    """Show hermes_host's WARNING records (the fence's tracebacks) on stderr, once."""
+    logger = logging.getLogger("hermes_host")
+    if any(isinstance(h, _StderrHandler) for h in logger.handlers):
+        return
+    handler = _StderrHandler()
+    handler.setFormatter(logging.Formatter("[hermes-host %(levelname)s] %(message)s"))
+    handler.setLevel(logging.WARNING)
+    logger.addHandler(handler)
 
 
 def _register() -> None:

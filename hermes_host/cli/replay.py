@@ -1,8 +1,10 @@
 """``hermes-host replay TRANSCRIPT.jsonl``: feed a recorded transcript through the host.
 
 Progress and one live line per compression go to stderr; the final table (or, with
-``--json``, exactly one JSON object) goes to stdout.  A transcript that cannot be replayed,
-a bad config, a missing engine or an unusable store is an error message and exit code 2.
+``--json``, exactly one JSON object) goes to stdout, followed by an "engine problems" table
+when an engine raised, timed out, answered something invalid or was skipped by its circuit
+breaker.  A transcript that cannot be replayed, a bad config, a missing engine or an unusable
+store is an error message and exit code 2; with ``--strict`` an engine problem is exit code 1.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ import sys
 from pathlib import Path
 
 import click
+from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from hermes_host.config import HermesConfig
+from hermes_host.fence import HookHealth
 from hermes_host.host import ContextHost
 from hermes_host.plugins import PluginError
 from hermes_host.replay import CompressionRecord, ReplayResult, replay_transcript, sparkline
@@ -68,6 +72,12 @@ def _live_line(record: CompressionRecord) -> str:
 )
 @click.option("--title", default=None, help="Title of the replayed session.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit with code 1 when any engine hook raised, timed out, returned an invalid "
+    "result or was skipped by its circuit breaker (the output is the same).",
+)
 def replay(
     transcript: Path,
     config_path: Path | None,
@@ -75,12 +85,20 @@ def replay(
     context_length: int | None,
     title: str | None,
     as_json: bool,
+    strict: bool,
 ) -> None:
     """Replay a recorded OpenAI-format JSONL transcript through the host, as if live.
 
     Each user message starts a turn; assistant and tool messages follow; a leading system
     message becomes the session's system prompt.  Everything is persisted; the configured
     engines compress when they decide to.  Token counts are counted by the host.
+
+    Engine failures never stop a replay (the host falls back, as it would live), but they
+    are reported: an "engine problems" table per engine and hook, with the last error.
+
+    \b
+    Exit codes: 0 done; 1 done, but --strict and an engine hook failed;
+    2 bad transcript, config, engine or store.
     """
     try:
         parsed = load_transcript(transcript)
@@ -122,8 +140,15 @@ def replay(
 
     if as_json:
         sys.stdout.write(json.dumps(result.as_dict(), ensure_ascii=False) + "\n")
-        return
-    _print_summary(result)
+        if result.engine_problems:
+            count = sum(row.problems for row in result.engine_problems)
+            err.print(f"replay: {count} engine problem(s); see engine_problems in the JSON",
+                      markup=False, highlight=False)
+    else:
+        _print_summary(result)
+        _print_problems(result.engine_problems)
+    if strict and result.engine_problems:
+        sys.exit(1)
 
 
 def _print_summary(result: ReplayResult) -> None:
@@ -173,3 +198,32 @@ def _print_summary(result: ReplayResult) -> None:
         out.print(detail)
     for example in result.violation_examples:
         out.print(f"[red]violation[/] {example}")
+
+
+def _print_problems(rows: list[HookHealth]) -> None:
+    """The "engine problems" table: per engine and hook that went wrong, its counts, breaker
+    and last error message (redacted and bounded by the fence)."""
+    if not rows:
+        return
+    out = Console()
+    table = Table(title="engine problems", title_style="bold red", box=box.SIMPLE_HEAD,
+                  pad_edge=False)
+    width = max(len(f"{r.plugin}.{r.hook}") for r in rows)
+    table.add_column("engine.hook", min_width=width, overflow="fold")  # never cut a name
+    for name in ("calls", "errors", "timeouts", "invalid", "skipped", "breaker"):
+        table.add_column(name, overflow="fold")
+    for row in rows:
+        table.add_row(
+            f"{row.plugin}.{row.hook}", str(row.calls), str(row.errors), str(row.timeouts),
+            str(row.invalid), str(row.skipped), row.breaker or "-",
+        )
+    out.print(table)
+    for row in rows:  # whole lines, never wrapped: they are copied into bug reports
+        out.print(f"{row.plugin}.{row.hook} last error: {row.last_error}",
+                  markup=False, highlight=False, soft_wrap=True)
+    count = sum(row.problems for row in rows)
+    out.print(
+        f"{count} engine problem(s): the host fell back where an engine failed, so these "
+        "results are not what the engines would give (--strict exits 1)",
+        markup=False, highlight=False, soft_wrap=True,
+    )

@@ -22,6 +22,7 @@ _CONFORMANCE = (
     "Problem",
     "build_request",
     "check_hook",
+    "engine_name",
     "load_engine",
 )
 _GENERATE = ("Session", "generated_sessions", "transcript_sessions")

@@ -32,12 +32,14 @@ from __future__ import annotations
 
 import copy
 import datetime as _dt
+import importlib.metadata
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from hermes_host.config import HermesConfig, HooksSection
 from hermes_host.fence import RESULT_TYPES, HookRunner, Provenance
@@ -52,7 +54,7 @@ from hermes_host.models import (
     ShouldCompressRequest,
     SummarizerSettings,
 )
-from hermes_host.plugins import implemented_hooks, new_plugin_manager
+from hermes_host.plugins import ENGINE_GROUP, implemented_hooks, new_plugin_manager
 from hermes_host.testing.generate import Session
 from hermes_host.tokens import count_messages
 
@@ -64,6 +66,7 @@ __all__ = [
     "Problem",
     "build_request",
     "check_hook",
+    "engine_name",
     "load_engine",
 ]
 
@@ -80,7 +83,6 @@ CHECKS: tuple[str, ...] = (
     "deterministic",
 )
 
-ENGINE_NAME = "engine_under_test"
 _NOW = 1_767_225_600.0  # a fixed clock: requests (and so deterministic answers) reproduce
 _TODAY = _dt.date(2026, 1, 1)
 _RULE_TO_CHECK = {
@@ -144,6 +146,24 @@ class KitHistory:
 
     def messages(self, *, include_inactive: bool = True) -> list[Message]:
         return list(self._messages)
+
+
+def engine_name(engine: object) -> str:
+    """The name the host would give ``engine``: the entry-point name of the installed engine
+    whose class it is (``compressor``), else its ``name`` attribute when that is a string,
+    else its class name.  Only modules already imported are looked at: nothing is imported."""
+    cls = type(engine)
+    for ep in importlib.metadata.entry_points(group=ENGINE_GROUP):
+        module = sys.modules.get(ep.module)
+        if module is None:
+            continue
+        target: Any = module if ep.attr else None  # a module entry point is no class
+        for part in (ep.attr or "").split("."):
+            target = getattr(target, part, None)
+        if target is cls:
+            return ep.name
+    name = getattr(engine, "name", None)
+    return name if isinstance(name, str) and name.strip() else cls.__name__
 
 
 def build_request(hook: str, session: Session) -> BaseModel:
@@ -251,10 +271,13 @@ def result_problems(hook: str, value: Any, request: BaseModel) -> list[Problem]:
         return []
     model = RESULT_TYPES[hook]
     if isinstance(value, dict):
-        try:
-            value = model.model_validate(value)
-        except ValidationError as exc:
-            return [Problem("result_type", f"a dict that is not a valid {model.__name__}: {exc}")]
+        return [
+            Problem(
+                "result_type",
+                f"returned a plain dict, expected {model.__name__} or None (build the result "
+                f"with {model.__name__}(...); the host never adopts a dict)",
+            )
+        ]
     if not isinstance(value, model):
         return [
             Problem(
@@ -307,21 +330,27 @@ def check_hook(
     *,
     timeouts: Mapping[str, float] | None = None,
     runner: HookRunner | None = None,
+    name: str | None = None,
 ) -> list[Problem]:
     """Call ``engine``'s ``hook`` on ``session`` through the fence; every broken rule.
 
-    An engine that does not implement ``hook`` has nothing to break: ``[]``.
+    The engine is registered under ``name`` (default :func:`engine_name`: its entry-point
+    name), so the fence's messages name it as the host would.  With ``runner``, ``engine``
+    must already be registered there under that name.  An engine that does not implement
+    ``hook`` has nothing to break: ``[]``.
     """
     if hook not in LIFECYCLE_HOOKS:
         raise ValueError(f"unknown lifecycle hook {hook!r}; allowed: {', '.join(LIFECYCLE_HOOKS)}")
+    if name is None:
+        name = engine_name(engine)
     if runner is None:
         pm = new_plugin_manager()
-        pm.register(engine, name=ENGINE_NAME)
+        pm.register(engine, name=name)
         runner = HookRunner(pm, HooksSection(timeouts=dict(timeouts or {})), trace=False)
     limit = runner.timeout_for(hook)
     request = build_request(hook, session)
     before = _plain(request)
-    fenced = runner.call(ENGINE_NAME, hook, request)
+    fenced = runner.call(name, hook, request)
     problems: list[Problem] = []
     if _plain(request) != before:
         problems.append(
@@ -352,9 +381,9 @@ def check_hook(
     problems += result_problems(hook, fenced.value, request)
     state = getattr(fenced.value, "state", None)
     if state is not None and not problems:
-        problems += _state_problems(runner, hook, session, state)
+        problems += _state_problems(runner, name, hook, session, state)
     if getattr(engine, "deterministic", False) is True and not problems:
-        again = runner.call(ENGINE_NAME, hook, build_request(hook, session))
+        again = runner.call(name, hook, build_request(hook, session))
         if again.provenance is not fenced.provenance or _canonical(again.value) != _canonical(
             fenced.value
         ):
@@ -366,7 +395,7 @@ def check_hook(
 
 
 def _state_problems(
-    runner: HookRunner, hook: str, session: Session, state: Any
+    runner: HookRunner, name: str, hook: str, session: Session, state: Any
 ) -> list[Problem]:
     """``SelectResult.state`` is persisted by the host (JSON) and handed back next turn: it
     must serialise, and the engine must still keep every rule when it receives it."""
@@ -377,7 +406,7 @@ def _state_problems(
     request = build_request(hook, session)
     request.state = restored  # type: ignore[attr-defined]
     before = _plain(request)
-    fenced = runner.call(ENGINE_NAME, hook, request)
+    fenced = runner.call(name, hook, request)
     problems: list[Problem] = []
     if _plain(request) != before:
         problems.append(Problem("no_mutation", f"{hook} with state changed the host's request"))
@@ -410,8 +439,10 @@ def load_engine(name: str, options: Mapping[str, Any] | None = None) -> object:
 
 def _fail(engine: object, hook: str, session: Session, problems: Sequence[Problem]) -> None:
     __tracebackhide__ = True  # the report names the rule; the kit's frames are noise
+    name, cls = engine_name(engine), type(engine).__name__
+    label = repr(name) if name == cls else f"{name!r} ({cls})"
     lines = [
-        f"engine {type(engine).__name__} broke {len(problems)} host rule(s) in {hook} on "
+        f"engine {label} broke {len(problems)} host rule(s) in {hook} on "
         f"session {session.id!r} ({session.description}, {len(session.messages)} messages):"
     ]
     lines += [f"  {p}" for p in problems]
@@ -453,7 +484,7 @@ class EngineConformance:
                 [],
             )
         pm = new_plugin_manager()
-        pm.register(hermes_engine, name=ENGINE_NAME)
+        pm.register(hermes_engine, name=engine_name(hermes_engine))
         pm.check_pending()
 
     def test_hook(self, hermes_engine: object, hermes_hook: str, hermes_session: Session) -> None:
