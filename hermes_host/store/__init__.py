@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hermes_host.store.base import (
     DEFAULT_LEASE_TTL,
+    Conversation,
     Deferred,
     Guards,
     Lease,
@@ -19,6 +20,7 @@ from hermes_host.store.base import (
     Session,
     SessionNotFoundError,
     StaleSessionError,
+    StaleWindowError,
     StateStore,
     StoredMessage,
     StoreError,
@@ -28,6 +30,7 @@ from hermes_host.store.base import (
 
 __all__ = [
     "DEFAULT_LEASE_TTL",
+    "Conversation",
     "Deferred",
     "Guards",
     "Lease",
@@ -39,6 +42,7 @@ __all__ = [
     "Session",
     "SessionNotFoundError",
     "StaleSessionError",
+    "StaleWindowError",
     "StateStore",
     "StoreError",
     "StoredMessage",

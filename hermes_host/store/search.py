@@ -211,15 +211,18 @@ def match(
 def bookends(
     conn: sqlite3.Connection, session_id: str, message_id: int, count: int
 ) -> tuple[list[StoredMessage], list[StoredMessage]]:
+    """The ``count`` rows before and after the hit in its session's window order."""
+    found = conn.execute("SELECT seq FROM messages WHERE id = ?", (message_id,)).fetchone()
+    seq = found[0] if found else 0
     before = conn.execute(
-        f"SELECT {STORED_COLUMNS} FROM messages WHERE session_id = ? AND id < ? "
-        "ORDER BY id DESC LIMIT ?",
-        (session_id, message_id, count),
+        f"SELECT {STORED_COLUMNS} FROM messages WHERE session_id = ? "
+        "AND (seq < ? OR (seq = ? AND id < ?)) ORDER BY seq DESC, id DESC LIMIT ?",
+        (session_id, seq, seq, message_id, count),
     ).fetchall()
     after = conn.execute(
-        f"SELECT {STORED_COLUMNS} FROM messages WHERE session_id = ? AND id > ? "
-        "ORDER BY id LIMIT ?",
-        (session_id, message_id, count),
+        f"SELECT {STORED_COLUMNS} FROM messages WHERE session_id = ? "
+        "AND (seq > ? OR (seq = ? AND id > ?)) ORDER BY seq, id LIMIT ?",
+        (session_id, seq, seq, message_id, count),
     ).fetchall()
     return [stored_from_row(r) for r in reversed(before)], [stored_from_row(r) for r in after]
 
