@@ -944,7 +944,7 @@ class SQLiteStore:
             # copied.  Each row is used once, in window order.
             pool: dict[tuple[Any, ...], list[int]] = {}
             for row in read:
-                pool.setdefault(tuple(row[1:]), []).append(row[0])
+                pool.setdefault(tuple(row[2:]), []).append(row[0])
             window: list[int | None] = []
             fresh: list[tuple[int, tuple[Any, ...]]] = []
             fresh_at: list[int] = []
@@ -989,6 +989,9 @@ class SQLiteStore:
                 if row_id in kept
             ]
             moved += [(target, base + len(ids) + j + 1, r[0]) for j, r in enumerate(later)]
+            order = {r[0]: r[1] for r in read}
+            if mode == "in_place" and not fresh and window == sorted(kept, key=order.__getitem__):
+                moved = []  # rows only left the window (``/undo``): the rest stays in order
             conn.executemany("UPDATE messages SET session_id = ?, seq = ? WHERE id = ?", moved)
             conn.executemany(
                 f"UPDATE messages SET active = 0, compacted = {compacted} WHERE id = ?", replaced
@@ -1012,17 +1015,17 @@ class SQLiteStore:
                 mode=mode,
                 title=child_title,
                 flush_baseline=len(prepared),
-                carried=[decode_row(r[1:]) for r in later],
+                carried=[decode_row(r[2:]) for r in later],
                 carried_ids=[r[0] for r in later],
             )
 
     def _window_since(
         self, conn: sqlite3.Connection, session_id: str, snapshot: WindowMarker | None
     ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-        """The window's rows ``(id, *columns)`` split into those the ``snapshot`` saw and
-        those appended after it; :class:`StaleWindowError` when rows it saw are gone."""
+        """The window's rows ``(id, seq, *columns)`` split into those the ``snapshot`` saw
+        and those appended after it; :class:`StaleWindowError` when rows it saw are gone."""
         rows = conn.execute(
-            f"SELECT id, {_MSG_COLS} FROM messages WHERE session_id = ? AND active = 1 "
+            f"SELECT id, seq, {_MSG_COLS} FROM messages WHERE session_id = ? AND active = 1 "
             + _WINDOW_ORDER,
             (session_id,),
         ).fetchall()
