@@ -183,6 +183,9 @@ class Conversation:
     """Sessions in the conversation (1 + rotations)."""
     message_count: int
     """Stored messages of the whole conversation, each counted once."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    """Provider-reported usage summed over the conversation's sessions."""
 
     @property
     def rotations(self) -> int:
@@ -197,6 +200,8 @@ class Conversation:
             "sessions": self.sessions,
             "rotations": self.rotations,
             "conversation_messages": self.message_count,
+            "conversation_input_tokens": self.input_tokens,
+            "conversation_output_tokens": self.output_tokens,
         }
 
 

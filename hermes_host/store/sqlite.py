@@ -498,13 +498,16 @@ class SQLiteStore:
         conn = self._conn()
         for tip in self._fetch_sessions(where, params):
             cid = tip.conversation_id or tip.id
-            sessions, messages = conn.execute(
+            sessions, messages, tokens_in, tokens_out = conn.execute(
                 "SELECT count(*), (SELECT count(*) FROM messages m JOIN sessions x "
-                "ON x.id = m.session_id WHERE x.conversation_id = ?) "
+                "ON x.id = m.session_id WHERE x.conversation_id = ?), "
+                "coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0) "
                 "FROM sessions WHERE conversation_id = ?",
                 (cid, cid),
             ).fetchone()
-            found.append(Conversation(cid, tip, max(1, sessions), messages))
+            found.append(
+                Conversation(cid, tip, max(1, sessions), messages, tokens_in, tokens_out)
+            )
         return found
 
     @_errors("updating a session")
