@@ -85,6 +85,11 @@ def test_messages_appended_during_a_slow_compression_stay_in_the_window(
         if mode == "rotate":
             parent = host_b.store.all_messages(fresh.lineage[-2])
             assert not [r for r in parent if r.active], "a rotated parent keeps no window"
+        # one conversation, one id, whatever the rotations (what a framework id maps to)
+        first = fresh.lineage[0]
+        assert a.conversation_id == b.conversation_id == fresh.conversation_id == first
+        assert fresh.status()["conversation_id"] == first
+        assert host_b.store.get_session(fresh.id).conversation_id == first
 
 
 def test_append_to_a_rotated_parent_is_refused_and_changes_nothing(tmp_path: Path) -> None:
