@@ -28,9 +28,9 @@ from hermes_host.store.base import (
     WindowMarker,
 )
 
-__all__ = [
-    "DEFAULT_LEASE_TTL",
+__all__ = [  # noqa: RUF022 -- plainly sorted (test_public_names_are_sorted_and_importable)
     "Conversation",
+    "DEFAULT_LEASE_TTL",
     "Deferred",
     "Guards",
     "Lease",
