@@ -436,7 +436,8 @@ class StateStore(Protocol):
         ...
 
     def active_messages(self, session_id: str) -> list[Message]:
-        """The window: active rows in order, as the original dicts."""
+        """The window: active rows in window order, as the original dicts (empty for a
+        session a compression rotated: its window lives on in the child)."""
         ...
 
     def active_token_count(self, session_id: str) -> int:
@@ -451,7 +452,9 @@ class StateStore(Protocol):
     def all_messages(
         self, session_id: str, *, include_inactive: bool = True
     ) -> list[StoredMessage]:
-        """Every stored row of this one session, in order, with bookkeeping."""
+        """Every stored row of this one session, with bookkeeping, in window order (archived
+        rows before the window that replaced them).  A rotation moves the rows it kept to
+        the child, so the conversation's rows are those of its sessions together."""
         ...
 
     # -- guards and usage -------------------------------------------------------------------
