@@ -645,15 +645,17 @@ class ChatController:
         self.restore_working_directory()
 
     def cmd_sessions(self, command: Command) -> None:
-        rows = self.host.store.list_sessions(limit=20)
         table = []
-        for row in rows:
+        for conversation in self.host.store.list_conversations(limit=20):
+            row = conversation.tip  # a conversation is shown by the session holding its window
             mark = "*" if row.id == self.session.id else ""
             state = f"ended: {row.end_reason}" if row.ended_at is not None else "open"
             table.append([mark, row.id, row.title or "", f"{row.active_count}/"
-                          f"{row.message_count}", str(row.compression_count), state])
-        self.ui.table("Sessions (most recent first; * = this one)",
-                      ["", "id", "title", "window/stored", "compressions", "status"], table)
+                          f"{conversation.message_count}", str(row.compression_count),
+                          str(conversation.rotations), state])
+        self.ui.table("Conversations (most recent first; * = this one)",
+                      ["", "id", "title", "window/stored", "compressions", "rotations",
+                       "status"], table)
 
     def cmd_title(self, command: Command) -> None:
         if not command.raw_args:

@@ -47,6 +47,7 @@ from hermes_host.config import HermesConfig, SessionResetSection, load_config
 from hermes_host.fence import Fenced, HookRunner
 from hermes_host.injections import Injection, apply_injections
 from hermes_host.messages import (
+    DANGLING_RESULT,
     normalize_alternation,
     repair_tool_pairs,
     sanitize_for_wire,
@@ -72,6 +73,8 @@ from hermes_host.store import (
     Guards,
     LeaseLostError,
     PublishResult,
+    StaleSessionError,
+    StaleWindowError,
     StateStore,
     StoreError,
     WindowMarker,
@@ -296,7 +299,8 @@ class ContextHost:
             title=title,
             cwd=cwd if cwd is not None else os.getcwd(),
         )
-        session = Session(self, row.id, snapshot, [], title=row.title, cwd=row.cwd)
+        session = Session(self, row.id, snapshot, [], title=row.title, cwd=row.cwd,
+                          conversation_id=row.conversation_id)
         self._broadcast("on_session_start", SessionEvent(
             session_id=row.id, user_id=user_id, cwd=row.cwd, reason="new"
         ))
@@ -322,7 +326,8 @@ class ContextHost:
             snapshot = str(window[0].get("content") or "")
             window = window[1:]
         session = Session(
-            self, row.id, snapshot or "", window, title=row.title, cwd=row.cwd, marker=marker
+            self, row.id, snapshot or "", window, title=row.title, cwd=row.cwd, marker=marker,
+            conversation_id=row.conversation_id,
         )
         session.compression_count = row.compression_count
         session.lineage = self.store.lineage(row.id)
@@ -432,6 +437,13 @@ def _needs_merge(messages: Sequence[Message]) -> bool:
     )
 
 
+def _closes_open_call(message: Message) -> bool:
+    """Is this the note :func:`repair_tool_pairs` adds for a call without a result?"""
+    return message == {
+        "role": "tool", "tool_call_id": message.get("tool_call_id"), "content": DANGLING_RESULT
+    }
+
+
 def _canonical(message: Message) -> str:
     return json.dumps(message, sort_keys=True, ensure_ascii=False, default=str)
 
@@ -440,7 +452,9 @@ class Session:
     """One live conversation: its system prompt snapshot and window, backed by the store.
 
     ``id`` switches when a compression rotates the session (R-8.1); ``lineage`` lists every
-    id it had.  Messages are persisted the moment they are added, so a crash loses nothing.
+    id it had; ``conversation_id`` stays the same across rotations (the id to map a
+    framework's own session id to).  Messages are persisted the moment they are added, so a
+    crash loses nothing.
 
     Several processes may hold the same conversation (gateway workers taking turns): before
     each write and each request the session compares the store's
@@ -459,9 +473,12 @@ class Session:
         title: str | None = None,
         cwd: str | None = None,
         marker: WindowMarker | None = None,
+        conversation_id: str | None = None,
     ) -> None:
         self.host = host
         self.id = session_id
+        self.conversation_id = conversation_id or session_id
+        """Stable across rotations: the conversation's first session id."""
         self.title = title
         self.cwd = cwd
         """The working directory recorded for the session; restoring it on resume is the
@@ -508,6 +525,7 @@ class Session:
         row = store.get_session(marker.session_id)
         rewritten = window[: len(self._window)] != self._window
         self.id = row.id
+        self.conversation_id = row.conversation_id or self.conversation_id
         self.title = row.title or self.title
         self.compression_count = row.compression_count
         if self.id != previous:
@@ -529,10 +547,11 @@ class Session:
 
     def _published(self, result: PublishResult, window: list[Message]) -> None:
         """Our own publish: the marker it leaves, without asking the store (asking could
-        absorb another process's write made in between)."""
-        last = max(result.message_ids, default=0)
-        if not last and result.session_id == self._marker.session_id:
-            last = self._marker.last_message_id
+        absorb another process's write made in between).  ``window`` is what the publish
+        left: the new window and the messages it carried over."""
+        last = max([*result.message_ids, *result.carried_ids], default=0)
+        if result.session_id == self._marker.session_id:  # archived rows stay the session's
+            last = max(last, self._marker.last_message_id)
         self._marker = WindowMarker(result.session_id, last, len(window))
 
     # -- adding messages ----------------------------------------------------------------
@@ -553,7 +572,14 @@ class Session:
             counts: list[int] | None = [self.host.tokens.count(message)]
         except Exception:  # the store has its own fallback for a message tiktoken refuses
             counts = None
-        (new_id,) = self.host.store.append_messages(self.id, [message], token_counts=counts)
+        store = self.host.store
+        try:
+            (new_id,) = store.append_messages(self.id, [message], token_counts=counts)
+        except StaleSessionError:
+            # Another process rotated the conversation between our check and this write:
+            # the store refused it (nothing goes to a rotated parent); follow and write there.
+            self._sync()
+            (new_id,) = store.append_messages(self.id, [message], token_counts=counts)
         self._window.append(message)
         self._marker = WindowMarker(self.id, new_id, self._marker.active_count + 1)
 
@@ -881,6 +907,20 @@ class Session:
                 "deferred", "compression_deferred", holder=lease.holder, message=lease.message
             )
         try:
+            # The window is read under the lease: what another process appended since the
+            # caller looked is in the snapshot the engine gets, and what it appends while the
+            # engine works is carried over by the publish (``snapshot``), never dropped.
+            compressions = self.compression_count
+            self._sync()
+            if self.id != sid or self.compression_count != compressions:
+                return report(
+                    "deferred", "compression_deferred",
+                    message="compression skipped: another process compressed this "
+                    f"conversation meanwhile (now session {self.id})",
+                )
+            base = self.window()
+            tokens_before = self.window_tokens
+            snapshot = self._marker
             if not preview:
                 self._emit(events, COMPACTING_MARKER)
             guards = self._guards()
@@ -947,6 +987,11 @@ class Session:
             proposed = [dict(m) for m in value.messages]
             has_system = bool(proposed) and proposed[0].get("role") == "system"
             new_window = proposed[1:] if has_system else proposed
+            while new_window and _closes_open_call(new_window[-1]):
+                # The snapshot ended inside another writer's turn: its call is answered
+                # later (the publish carries the answer over), so the note the window's
+                # normalisation added for it is not stored (it is added again if needed).
+                new_window.pop()
             tokens_after = host.tokens.count_all(
                 ([base[0]] if base and base[0].get("role") == "system" else []) + new_window
             )
@@ -982,22 +1027,26 @@ class Session:
                     "compression.context_timeout_seconds; the session is unchanged",
                 )
             try:
-                published = store.publish_compression(lease, sid, new_window, mode=settings.mode)
+                published = store.publish_compression(
+                    lease, sid, new_window, mode=settings.mode, snapshot=snapshot
+                )
             except StoreError as exc:
                 # Lost lease, or another process already rotated this session: nothing was
                 # written, so the live session stays exactly as it was.
                 kind = "lease_lost" if isinstance(exc, LeaseLostError) else "store_refused"
+                if isinstance(exc, StaleWindowError):
+                    kind = "window_changed"
                 return report(
                     "rejected", kind, **{**common, "tokens_after": tokens_before},
                     message=f"compression discarded, session unchanged: {exc}",
                 )
             previous = self.id
-            self._published(published, new_window)
+            self._window = [*new_window, *published.carried]
+            self._published(published, self._window)
             self.id = published.session_id
             if os.environ.get(SESSION_ENV) == previous:
                 os.environ[SESSION_ENV] = self.id  # the exposed id follows the rotation
             self.title = published.title or self.title
-            self._window = new_window
             self._turn_start = len(self._window)
             self.compression_count += 1
             self.compression_epoch += 1
@@ -1067,6 +1116,7 @@ class Session:
         )
         return {
             "session_id": self.id,
+            "conversation_id": self.conversation_id,
             "title": self.title,
             "model": model.name,
             "window_tokens": tokens,
@@ -1092,9 +1142,10 @@ class Session:
 
     def undo(self, turns: int = 1) -> int:
         """``/undo [N]``: take the last ``turns`` user turns out of the window; returns how
-        many messages left it.  The rows are archived in the store (``active=0``, still
-        searchable), never deleted.  Like a compression, this is a deliberate rewrite of
-        past context, so the prompt-cache check restarts after it."""
+        many messages left it.  Their rows are archived in the store (``active=0``, still
+        searchable), never deleted; the rows that stay keep their ids (nothing is
+        copied).  Like a compression, this is a deliberate rewrite of past context, so the
+        prompt-cache check restarts after it."""
         if turns < 1:
             raise ValueError("undo needs at least one turn")
         self._sync()
@@ -1109,13 +1160,13 @@ class Session:
             raise StoreError(f"cannot undo now: {lease.message}")
         try:
             published = store.publish_compression(
-                lease, self.id, kept, mode="in_place", reason="undo"
+                lease, self.id, kept, mode="in_place", reason="undo", snapshot=self._marker
             )
         finally:
             store.release_lease(lease)
-        self._published(published, kept)
         removed = len(self._window) - cut
-        self._window = list(kept)
+        self._window = [*kept, *published.carried]
+        self._published(published, self._window)
         self._turn_start = min(self._turn_start, len(self._window))
         self.compression_epoch += 1
         return removed
@@ -1133,7 +1184,7 @@ class Session:
         if self._window:
             host.store.append_messages(child.id, self._window)
         fork = Session(host, child.id, self.system_prompt, list(self._window),
-                       title=child.title, cwd=child.cwd)
+                       title=child.title, cwd=child.cwd, conversation_id=child.conversation_id)
         fork.lineage = [*self.lineage, child.id]
         host._broadcast("on_session_switch", SessionEvent(
             session_id=child.id, previous_session_id=self.id, reason="branch"

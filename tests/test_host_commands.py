@@ -36,6 +36,28 @@ def test_undo_archives_the_last_turns_and_keeps_them_searchable(tmp_path: Path) 
             session.undo(0)
 
 
+def test_undo_archives_rows_instead_of_republishing_the_window(tmp_path: Path) -> None:
+    """3 undos on 6 messages used to leave 12 rows (the remaining window republished as
+    new rows each time), with new ids and the same message found 3 times by search."""
+    with make_host(tmp_path, TailEngine(threshold=10**9)) as host:
+        session = host.open_session(system_prompt="sys")
+        for n in range(3):
+            session.add_user(f"KEEPSAKE question {n}")
+            session.add_assistant(f"answer {n}")
+        sid = session.id
+        ids = [r.id for r in host.store.all_messages(sid)]
+        assert len(ids) == 6
+        for left in (4, 2, 0):
+            assert session.undo(1) == 2
+            rows = host.store.all_messages(sid)
+            assert [r.id for r in rows] == ids  # the same six rows, ids unchanged
+            assert [r.id for r in rows if r.active] == ids[:left]
+        hits = host.store.session_search("KEEPSAKE question 0", session_id=sid, limit=50)
+        assert [h.message_id for h in hits].count(ids[0]) == 1
+        assert len({(h.role, h.content) for h in hits}) == len(hits)  # no stored copies
+        assert not any(r.compacted for r in host.store.all_messages(sid))
+
+
 def test_branch_forks_the_window_and_leaves_the_original(tmp_path: Path) -> None:
     with make_host(tmp_path, TailEngine(threshold=10**9)) as host:
         session = host.open_session(title="main line", system_prompt="sys")

@@ -76,7 +76,11 @@ def test_rotation_by_another_process_is_followed_R_8_1(tmp_path: Path) -> None:
         assert mine.id == other["id"] and mine.lineage == [parent, other["id"]]
         assert mine.raw_window[:-1] == other["window"]
         assert host.store.active_messages(mine.id) == mine.raw_window
-        assert len(host.store.all_messages(parent)) == parent_rows + 4  # its turn, nothing of ours
+        # Nothing of ours went to the rotated parent; it keeps only the rows the other
+        # worker's compression replaced (its kept tail moved to the child, stored once).
+        left = host.store.all_messages(parent)
+        assert len(left) == parent_rows and not any(r.active for r in left)
+        assert not any("question 4" in str(r.message.get("content")) for r in left)
         assert any("now session " + other["id"] in e for e in mine.events)
         assert ("switch", other["id"], parent) in provider.events
         request = mine.build_request()

@@ -57,22 +57,19 @@ def _input_messages(path: Path) -> tuple[str | None, list[dict[str, Any]]]:
 
 
 def _recovered(store_path: str, result: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every message the replay added, read back from the store across the lineage: the
-    root's rows, then each child's rows after the compressed window published into it."""
-    published = {
-        c["session_id"]: c["published_messages"]
-        for c in result["compressions"]
-        if c["status"] == "committed"
-    }
+    """Every message the replay added, read back from the store across the lineage: each
+    row once, in the order written, without the rows a publish wrote (a summary, a pruned
+    copy), which carry the creation time of the child the publish made (a later window may
+    keep them, moving them on).  (A rotation used to copy the kept tail into the child; it
+    now moves those rows, so no session holds a copy.)"""
     store = open_store(store_path)
     try:
         lineage = store.lineage(result["session_id"])
         assert lineage == result["lineage"]
-        out: list[dict[str, Any]] = []
-        for sid in lineage:
-            rows = store.all_messages(sid)
-            out.extend(row.message for row in rows[published.get(sid, 0) :])
-        return out
+        published = {store.get_session(sid).created_at for sid in lineage[1:]}
+        rows = [r for sid in lineage for r in store.all_messages(sid)
+                if r.timestamp not in published]
+        return [row.message for row in sorted(rows, key=lambda r: r.id)]
     finally:
         store.close()
 

@@ -37,11 +37,68 @@ def test_list_json_and_table(populated: tuple[Path, str, str]) -> None:
     result = run("sessions", "list", "--store", str(db), "--json")
     assert result.exit_code == 0, result.output
     listed = json.loads(result.output)
-    assert {s["id"] for s in listed} == {root, child}
-    assert next(s for s in listed if s["id"] == child)["parent_session_id"] == root
+    # One row per conversation, shown by its newest session (the rotated parent used to be
+    # listed as a second, ended session of its own).
+    assert [s["id"] for s in listed] == [child]
+    assert listed[0]["parent_session_id"] == root and listed[0]["conversation_id"] == root
+    assert listed[0]["rotations"] == 1 and listed[0]["sessions"] == 2
     table = run("sessions", "list", "--store", str(db))
     assert table.exit_code == 0 and "demo #2" in table.output
-    assert "ended: compression" in table.output
+    assert "ended: compression" not in table.output and "rotations" in table.output
+
+
+def test_list_groups_a_long_lineage_into_one_conversation(tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    store = open_store(db)
+    root = store.create_session(title="astroid")
+    other = store.create_session(title="other")
+    sid = root.id
+    for n in range(5):
+        store.append_messages(sid, conversation(2, tag=f"r{n}"))
+        lease = store.acquire_lease(sid)
+        assert isinstance(lease, Lease)
+        sid = store.publish_compression(lease, sid, compressed_window(f"c{n}")).session_id
+    store.close()
+    listed = json.loads(run("sessions", "list", "--store", str(db), "--json").output)
+    assert [(c["id"], c["conversation_id"], c["rotations"]) for c in listed] == [
+        (sid, root.id, 5), (other.id, other.id, 0)]
+    assert listed[0]["title"] == "astroid #6"
+
+
+def test_export_writes_the_system_prompt_and_lineage_exports_the_conversation(
+    tmp_path: Path,
+) -> None:
+    """JSONL export dropped the system prompt of a session whose prompt is not a row (every
+    session the host opens); ``--lineage`` exports the whole conversation, each message
+    once, system prompt first."""
+    db = tmp_path / "state.db"
+    store = open_store(db)
+    root = store.create_session(title="conv", system_prompt="You are a careful agent.")
+    first = conversation(3, tag="early")[1:]
+    store.append_messages(root.id, first)
+    lease = store.acquire_lease(root.id)
+    assert isinstance(lease, Lease)
+    window = compressed_window("mid")[1:2] + first[-4:]  # a summary and the kept last turn
+    child = store.publish_compression(lease, root.id, window).session_id
+    later = [{"role": "user", "content": "a later question"}]
+    store.append_messages(child, later)
+    store.close()
+
+    plain = [json.loads(x) for x in run("sessions", "export", child, "--store", str(db)
+                                        ).output.splitlines()]
+    assert plain[0] == {"role": "system", "content": "You are a careful agent."}
+    assert plain[1:] == window + later
+    whole = [json.loads(x) for x in run("sessions", "export", root.id, "--lineage",
+                                        "--store", str(db)).output.splitlines()]
+    assert whole[0] == plain[0]
+    assert whole[1:] == first + window[:1] + later  # the kept turn is not there twice
+    payload = json.loads(run("sessions", "export", "conv", "--lineage", "--json",
+                             "--store", str(db)).output)
+    assert payload["conversation_id"] == root.id
+    assert [s["id"] for s in payload["sessions"]] == [root.id, child]
+    live = [json.loads(x) for x in run("sessions", "export", root.id, "--lineage",
+                                       "--active-only", "--store", str(db)).output.splitlines()]
+    assert live == plain
 
 
 def test_list_uses_configured_store(populated: tuple[Path, str, str], tmp_path: Path) -> None:
@@ -50,7 +107,7 @@ def test_list_uses_configured_store(populated: tuple[Path, str, str], tmp_path: 
     config.write_text(f"store:\n  url: sqlite:///{db}\n")
     result = run("sessions", "list", "--config", str(config), "--json")
     assert result.exit_code == 0, result.output
-    assert root in {s["id"] for s in json.loads(result.output)}
+    assert root in {s["conversation_id"] for s in json.loads(result.output)}
 
 
 def test_list_without_a_store_creates_nothing(tmp_path: Path) -> None:

@@ -144,6 +144,47 @@ def test_failed_migration_rolls_back_entirely(tmp_path: Path,
     assert len(open_store(path).active_messages(session.id)) == 5
 
 
+def test_v2_store_gets_conversation_ids_and_window_order(tmp_path: Path) -> None:
+    """A v2 store (before conversation ids): a rotation chain becomes one conversation, a
+    branch stays its own, and every row gets its window order."""
+    db = tmp_path / "state.db"
+    conn = sqlite3.connect(db, isolation_level=None)
+    for step in MIGRATIONS[:2]:
+        for statement in split_statements(step.sql):
+            conn.execute(statement)
+    conn.execute("PRAGMA user_version = 2")
+    sessions = [  # id, parent, created, ended, end_reason
+        ("root", None, 1.0, 5.0, "compression"),
+        ("child", "root", 5.0, 9.0, "compression"),
+        ("tip", "child", 9.0, None, None),
+        ("fork", "root", 3.0, None, None),  # a /branch taken before the rotation
+    ]
+    for sid, parent, created, ended, reason in sessions:
+        conn.execute(
+            "INSERT INTO sessions (id, parent_session_id, created_at, ended_at, end_reason, "
+            "last_activity_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (sid, parent, created, ended, reason, created),
+        )
+    for n, sid in enumerate(["root", "root", "child", "tip", "fork"]):
+        conn.execute(
+            "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, ?, ?, ?)",
+            (sid, "user", f"message {n}", float(n)),
+        )
+    conn.close()
+    store = open_store(db)
+    try:
+        assert _version(db) == LATEST_VERSION
+        conversations = {s: store.get_session(s).conversation_id for s, *_ in sessions}
+        assert conversations == {"root": "root", "child": "root", "tip": "root", "fork": "fork"}
+        assert [m["content"] for m in store.active_messages("root")] == ["message 0",
+                                                                          "message 1"]
+        listed = {c.id: (c.tip.id, c.rotations) for c in store.list_conversations()}
+        assert listed == {"root": ("tip", 2), "fork": ("fork", 0)}
+        assert store.resume("root").id == "root" and store.window_marker("root").session_id == "tip"
+    finally:
+        store.close()
+
+
 def test_split_statements_keeps_trigger_bodies_whole() -> None:
     statements = split_statements(MIGRATIONS[0].sql)
     triggers = [s for s in statements if s.startswith("CREATE TRIGGER")]

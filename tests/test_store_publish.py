@@ -56,7 +56,10 @@ def test_rotate_creates_linked_child_in_one_transaction_R_8_1(store: StateStore)
     assert store.active_messages(child.id) == window
     ended = store.get_session(parent.id)
     assert ended.end_reason == "compression" and ended.ended_at is not None
-    assert len(store.active_messages(parent.id)) == 21  # the parent stays intact
+    # Nothing of the old window was kept: the parent keeps all 21 rows, archived as
+    # compacted (the old expectation, 21 *active* rows, counted a window nobody holds).
+    rows = store.all_messages(parent.id)
+    assert len(rows) == 21 and all(not r.active and r.compacted for r in rows)
     assert store.lineage(child.id) == [parent.id, child.id]
 
 

@@ -189,3 +189,28 @@ def test_very_common_terms_return_most_recent_hits(store: StateStore,
     assert sorted(h.content for h in hits) == ["common word number8", "common word number9"]
     rare = store.session_search("number4")
     assert [h.content for h in rare] == ["common word number4"]
+
+
+def test_a_rotated_lineage_holds_each_message_once_so_search_finds_it_once(
+    store: StateStore,
+) -> None:
+    """Rotation copied the kept tail into the child: the same tool output was then found
+    twice, once per session (and stored twice).  The kept rows now move, ids unchanged."""
+    root = store.create_session()
+    history = conversation(4, tag="ibex")[1:]
+    store.append_messages(root.id, history)
+    kept = history[-4:]  # the last turn, tool output included
+    kept_ids = [r.id for r in store.all_messages(root.id)][-4:]
+    sid = root.id
+    for n in range(3):  # three rotations, each keeping the same last turn
+        lease = store.acquire_lease(sid)
+        assert isinstance(lease, Lease)
+        summary = {"role": "user", "content": f"summary {n}", "_compressed_summary": True}
+        result = store.publish_compression(lease, sid, [summary, *kept])
+        assert result.message_ids[1:] == kept_ids
+        sid = result.session_id
+    hits = store.session_search("toolonlyoutput3", session_id=sid)
+    assert [(h.message_id, h.session_id, h.active) for h in hits] == [(kept_ids[2], sid, True)]
+    rows = [r for s in store.lineage(sid) for r in store.all_messages(s)]
+    assert len(rows) == len(history) + 3  # every message once, plus one row per summary
+    assert [r.message for r in store.all_messages(sid) if r.active][1:] == kept

@@ -167,7 +167,9 @@ def list_cmd(
     source: str | None,
     user_id: str | None,
 ) -> None:
-    """Sessions, most recent activity first."""
+    """Conversations, most recent activity first: one row each, shown by its newest
+    session (the one holding the live window), with how many times it was rotated.
+    ``sessions lineage`` lists the sessions of one."""
     path, ttl = _resolve_path(store_path, config_path)
     if not path.exists():
         if as_json:
@@ -176,7 +178,7 @@ def list_cmd(
             click.echo(f"No sessions yet ({path} does not exist).")
         return
     with _opened(store_path, config_path, create=False, resolved=(path, ttl)) as store:
-        found = store.list_sessions(
+        found = store.list_conversations(
             limit=limit, include_archived=include_archived, source=source, user_id=user_id
         )
     if as_json:
@@ -185,13 +187,14 @@ def list_cmd(
     if not found:
         click.echo("No sessions.")
         return
-    table = Table("id", "title", "source", "model", "messages", "tokens in/out", "last activity",
-                  "status", title=f"Sessions in {path}")
-    for s in found:
+    table = Table("id", "title", "source", "model", "messages", "rotations", "tokens in/out",
+                  "last activity", "status", title=f"Conversations in {path}")
+    for c in found:
+        s = c.tip
         table.add_row(
             s.id, escape(s.title or ""), escape(s.source or ""), escape(s.model or ""),
-            f"{s.active_count}/{s.message_count}", f"{s.input_tokens:,}/{s.output_tokens:,}",
-            _when(s.last_activity_at), _status(s),
+            f"{s.active_count}/{c.message_count}", str(c.rotations),
+            f"{c.input_tokens:,}/{c.output_tokens:,}", _when(s.last_activity_at), _status(s),
         )
     table.columns[0].no_wrap = True
     make_console().print(table)
@@ -307,6 +310,9 @@ def lineage_cmd(
               help="Write to this file instead of stdout.")
 @click.option("--active-only", is_flag=True,
               help="Only the window (active rows), not archived history.")
+@click.option("--lineage", "whole", is_flag=True,
+              help="The whole conversation: every session its rotations made, each stored "
+              "message once, in the order written (with --active-only: its live window).")
 def export_cmd(
     store_path: Path | None,
     config_path: Path | None,
@@ -314,16 +320,41 @@ def export_cmd(
     session: str,
     output: Path | None,
     active_only: bool,
+    whole: bool,
 ) -> None:
     """Every stored message of SESSION as OpenAI-format JSONL, verbatim (``_`` metadata
-    included).  With ``--json``: one object with the session and its messages."""
+    included), the system prompt first.  With ``--json``: one object with the session (or
+    with ``--lineage`` the conversation's sessions) and the messages."""
     with _opened(store_path, config_path, create=False) as store:
         found = store.resume(session)
-        rows = store.all_messages(found.id, include_inactive=not active_only)
+        members = [found]
+        if whole:
+            tip = store.get_session(store.window_marker(found.id).session_id)
+            members = [
+                row for row in (store.get_session(sid) for sid in store.lineage(tip.id))
+                if row.conversation_id == tip.conversation_id
+            ]
+            if active_only:
+                members = [tip]
+        rows = [
+            r for member in members
+            for r in store.all_messages(member.id, include_inactive=not active_only)
+        ]
+    if whole and not active_only:
+        rows.sort(key=lambda r: r.id)  # each row once, in the order it was written
     messages = [r.message for r in rows]
-    lines = [_dumps_line(r.message, f"message #{r.id} of {found.id}") + "\n" for r in rows]
+    labels = [f"message #{r.id} of {found.id}" for r in rows]
+    prompt = next((m.system_prompt for m in members if m.system_prompt), None)
+    if prompt and not (messages and messages[0].get("role") == "system"):
+        messages.insert(0, {"role": "system", "content": prompt})  # kept off the rows
+        labels.insert(0, f"the system prompt of {found.id}")
+    lines = [_dumps_line(m, what) + "\n" for m, what in zip(messages, labels, strict=True)]
     if as_json:
-        text = _dumps_line({"session": found.to_dict(), "messages": messages}) + "\n"
+        head: dict[str, Any] = {"session": found.to_dict()}
+        if whole:
+            head = {"conversation_id": members[-1].conversation_id,
+                    "sessions": [m.to_dict() for m in members]}
+        text = _dumps_line({**head, "messages": messages}) + "\n"
     else:
         text = "".join(lines)
     if output is None:
@@ -333,7 +364,8 @@ def export_cmd(
         output.write_text(text, encoding="utf-8")
     except OSError as exc:
         fail(f"{output}: cannot write the export: {exc.strerror or exc}")
-    click.echo(f"Exported {len(messages)} messages of {found.id} to {output}", err=True)
+    what = f"conversation {members[-1].conversation_id}" if whole else found.id
+    click.echo(f"Exported {len(messages)} messages of {what} to {output}", err=True)
 
 
 def _read_jsonl(path: Path) -> tuple[list[Message], list[int]]:

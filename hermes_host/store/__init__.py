@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hermes_host.store.base import (
     DEFAULT_LEASE_TTL,
+    Conversation,
     Deferred,
     Guards,
     Lease,
@@ -19,6 +20,7 @@ from hermes_host.store.base import (
     Session,
     SessionNotFoundError,
     StaleSessionError,
+    StaleWindowError,
     StateStore,
     StoredMessage,
     StoreError,
@@ -26,7 +28,8 @@ from hermes_host.store.base import (
     WindowMarker,
 )
 
-__all__ = [
+__all__ = [  # noqa: RUF022 -- plainly sorted (test_public_names_are_sorted_and_importable)
+    "Conversation",
     "DEFAULT_LEASE_TTL",
     "Deferred",
     "Guards",
@@ -39,6 +42,7 @@ __all__ = [
     "Session",
     "SessionNotFoundError",
     "StaleSessionError",
+    "StaleWindowError",
     "StateStore",
     "StoreError",
     "StoredMessage",

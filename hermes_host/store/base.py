@@ -6,10 +6,18 @@ with other processes — the message history, the durable guards (R-5.3), the pe
 compression lease (R-9.4) — lives here, so two gateways working on one ``state.db`` see the
 same facts.
 
-Vocabulary (SPEC): the *window* is the session's active rows (``active=1``) in order; a
-*lineage* is the chain of sessions linked by ``parent_session_id`` (rotation, R-8.1); a
-*lease* is the durable per-session lock that makes "never two compressions of one session at
-once" true across processes.
+Vocabulary (SPEC): the *window* is the session's active rows (``active=1``) in window order;
+a *lineage* is the chain of sessions linked by ``parent_session_id`` (rotation, R-8.1); the
+*conversation* is the part of a lineage that rotations made, under one stable
+``conversation_id`` (the root's id: what a framework's own session id maps to); a *lease* is
+the durable per-session lock that makes "never two compressions of one session at once" true
+across processes.
+
+Every stored message is one row, stored once.  A rotation moves the rows the new window
+keeps into the child (their ids do not change) and archives the rows the compression
+replaced in the parent (``active=0, compacted=1``); an in-place publish or ``/undo`` archives
+only the rows it replaced.  Nothing is appended to a rotated parent: ``append_messages``
+refuses it with :class:`StaleSessionError`.
 
 Every method raises :class:`StoreError` (or a subclass) with a user-facing message; nothing in
 this module leaks a raw ``sqlite3`` traceback to a caller.
@@ -24,6 +32,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from hermes_host.models import GuardState, HistoryReader, Message
 
 __all__ = [
+    "Conversation",
     "Deferred",
     "Guards",
     "Lease",
@@ -35,6 +44,7 @@ __all__ = [
     "Session",
     "SessionNotFoundError",
     "StaleSessionError",
+    "StaleWindowError",
     "StateStore",
     "StoreError",
     "StoredMessage",
@@ -70,6 +80,12 @@ class StaleSessionError(LeaseLostError):
     """The session was already compressed into a child (rotate) by another path; publishing
     to it again would fork the lineage.  Like a lost lease, nothing was changed (hence the
     subclass).  Work on the newest session (``resume`` follows rotations)."""
+
+
+class StaleWindowError(LeaseLostError):
+    """The window changed since the compression read it in a way a publish cannot carry over
+    (rows were archived or rewritten by a writer that did not hold the lease).  Nothing was
+    changed; compress again from the current window."""
 
 
 class TitleConflictError(StoreError):
@@ -121,6 +137,9 @@ class Session:
     model_config: dict[str, Any] = field(default_factory=dict)
     system_prompt: str | None = None
     parent_session_id: str | None = None
+    conversation_id: str | None = None
+    """The conversation this session belongs to: the id of the session that started it,
+    the same for every session its rotations made (a branch or an import starts its own)."""
     title: str | None = None
     cwd: str | None = None
     """The recorded working directory, restored on resume (R-8.3)."""
@@ -150,6 +169,40 @@ class Session:
         from dataclasses import asdict
 
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One row of ``sessions list``: a conversation, shown by its newest session."""
+
+    id: str
+    """The conversation id (its first session's id)."""
+    tip: Session
+    """The newest session of the conversation: the one that holds the live window."""
+    sessions: int
+    """Sessions in the conversation (1 + rotations)."""
+    message_count: int
+    """Stored messages of the whole conversation, each counted once."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    """Provider-reported usage summed over the conversation's sessions."""
+
+    @property
+    def rotations(self) -> int:
+        return self.sessions - 1
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the tip session's fields plus ``conversation_id``, ``sessions``,
+        ``rotations`` and ``conversation_messages``."""
+        return {
+            **self.tip.to_dict(),
+            "conversation_id": self.id,
+            "sessions": self.sessions,
+            "rotations": self.rotations,
+            "conversation_messages": self.message_count,
+            "conversation_input_tokens": self.input_tokens,
+            "conversation_output_tokens": self.output_tokens,
+        }
 
 
 @dataclass(frozen=True)
@@ -243,12 +296,18 @@ class PublishResult:
     parent_session_id: str | None
     """The rotated-from session (rotate), else the session's existing parent."""
     message_ids: list[int]
-    """Ids of the compressed rows written, in window order."""
+    """Ids of the new window's rows, in window order: rows it kept from the old window keep
+    their ids, the others (a summary …) are new."""
     mode: PublishMode = "rotate"
     title: str | None = None
     flush_baseline: int = 0
     """How many messages of the new window are already persisted (``len(new_messages)``).
     A later flush in the same turn appends only ``window[flush_baseline:]`` (R-8.2)."""
+    carried: list[Message] = field(default_factory=list)
+    """Messages another writer appended after the ``snapshot`` the compression read: they were
+    not compressed, and now follow the new window (in their order, after ``message_ids``)."""
+    carried_ids: list[int] = field(default_factory=list)
+    """Their row ids (unchanged)."""
 
 
 @dataclass(frozen=True)
@@ -312,6 +371,19 @@ class StateStore(Protocol):
         """The session, or :class:`SessionNotFoundError`."""
         ...
 
+    def list_conversations(
+        self,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        include_archived: bool = False,
+        source: str | None = None,
+        user_id: str | None = None,
+    ) -> list[Conversation]:
+        """Conversations (one per lineage of rotations, shown by its newest session), most
+        recent activity first; the filters apply to the newest session."""
+        ...
+
     def list_sessions(
         self,
         *,
@@ -355,14 +427,17 @@ class StateStore(Protocol):
         messages: Sequence[Message],
         token_counts: Sequence[int] | None = None,
     ) -> list[int]:
-        """Append to the window in one transaction; returns the new row ids in order.  Every
+        """Append to the window in one transaction; returns the new row ids in order.  A
+        session a compression rotated is refused with :class:`StaleSessionError` (nothing is
+        written): append to its newest descendant (``window_marker`` names it).  Every
         key of every message is kept verbatim (``_`` metadata included).  Token counts come
         from :func:`hermes_host.tokens.count_message` unless the caller, who usually counted
         already, passes ``token_counts`` (one per message)."""
         ...
 
     def active_messages(self, session_id: str) -> list[Message]:
-        """The window: active rows in order, as the original dicts."""
+        """The window: active rows in window order, as the original dicts (empty for a
+        session a compression rotated: its window lives on in the child)."""
         ...
 
     def active_token_count(self, session_id: str) -> int:
@@ -377,7 +452,9 @@ class StateStore(Protocol):
     def all_messages(
         self, session_id: str, *, include_inactive: bool = True
     ) -> list[StoredMessage]:
-        """Every stored row of this one session, in order, with bookkeeping."""
+        """Every stored row of this one session, with bookkeeping, in window order (archived
+        rows before the window that replaced them).  A rotation moves the rows it kept to
+        the child, so the conversation's rows are those of its sessions together."""
         ...
 
     # -- guards and usage -------------------------------------------------------------------
@@ -429,14 +506,25 @@ class StateStore(Protocol):
         mode: PublishMode = "rotate",
         reason: str = "compression",
         token_counts: Sequence[int] | None = None,
+        snapshot: WindowMarker | None = None,
     ) -> PublishResult:
         """Commit a compressed window in one transaction, verifying the lease inside it.
 
-        ``rotate``: a child session gets the window, the parent is linked and ended with
-        ``reason``; title numbered, goal, guards, cwd carried.  ``in_place``: the active rows
-        are archived (``active=0``, still searchable) and the window inserted under the same
-        id.  A lost lease raises :class:`LeaseLostError` and changes nothing.  The lease is
-        not released; call :meth:`release_lease`.
+        A message of ``new_messages`` equal to a row of the current window *is* that row
+        (stored once, id kept); the others are written.  Rows of the window the new one does
+        not keep are archived (``active=0``, still searchable; ``compacted`` when ``reason``
+        is ``"compression"``).  ``rotate``: a child session gets the window (the kept rows
+        move there), the parent is linked and ended with ``reason``; title numbered, goal,
+        guards, cwd and the conversation id carried.  ``in_place``: the same session keeps
+        the id.
+
+        ``snapshot`` is the :class:`WindowMarker` of the window the engine read.  Rows
+        appended after it (by another process, while the engine worked) were never
+        compressed: they are neither archived nor dropped but follow the new window, in
+        order (``PublishResult.carried``).  A window that changed otherwise since the
+        snapshot raises :class:`StaleWindowError`.  Without ``snapshot`` every active row
+        is taken as read.  A lost lease raises :class:`LeaseLostError` and changes nothing.
+        The lease is not released; call :meth:`release_lease`.
         """
         ...
 

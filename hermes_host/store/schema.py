@@ -208,9 +208,39 @@ ON messages BEGIN
 END;
 """
 
+_V3 = """
+-- One conversation across rotations: every session of a lineage made by compression carries
+-- the id of its root (the id a framework's own session id maps to).  A branch (/branch) or
+-- an import starts a conversation of its own.  Existing rotations are recognised by their
+-- link: the child was created in the transaction that ended its parent with 'compression'.
+ALTER TABLE sessions ADD COLUMN conversation_id TEXT;
+WITH RECURSIVE conv(id, cid) AS (
+    SELECT s.id, s.id FROM sessions s
+    WHERE NOT EXISTS (
+        SELECT 1 FROM sessions p WHERE p.id = s.parent_session_id
+        AND p.end_reason = 'compression' AND p.ended_at = s.created_at)
+    UNION ALL
+    SELECT s.id, conv.cid FROM sessions s
+    JOIN conv ON s.parent_session_id = conv.id
+    JOIN sessions p ON p.id = s.parent_session_id
+    WHERE p.end_reason = 'compression' AND p.ended_at = s.created_at
+)
+UPDATE sessions SET conversation_id = (SELECT cid FROM conv WHERE conv.id = sessions.id);
+UPDATE sessions SET conversation_id = id WHERE conversation_id IS NULL;
+CREATE INDEX sessions_conversation ON sessions(conversation_id);
+
+-- A window's order is its own column: a rotation moves the rows the new window keeps into
+-- the child (same ids, stored once) instead of copying them, so the child's order (kept
+-- head, summary, kept tail, later appends) is no longer the order of the ids.
+ALTER TABLE messages ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+UPDATE messages SET seq = id;
+CREATE INDEX messages_order ON messages(session_id, seq);
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, messages, FTS5 (porter + trigram), compression_locks", _V1),
     Migration(2, "the trigram index catches up after bulk writes (trigram_progress)", _V2),
+    Migration(3, "conversation ids across rotations; window order (seq) for rows kept once", _V3),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -248,17 +248,19 @@ def match(
 
 
 def bookends(
-    conn: sqlite3.Connection, session_id: str, message_id: int, count: int
+    conn: sqlite3.Connection, session_id: str, seq: int, count: int
 ) -> tuple[list[StoredMessage], list[StoredMessage]]:
+    """The ``count`` rows before and after the hit (at window order ``seq``, unique within
+    its session) in its session's window order: two range reads of one index."""
     before = conn.execute(
-        f"SELECT {STORED_COLUMNS} FROM messages WHERE session_id = ? AND id < ? "
-        "ORDER BY id DESC LIMIT ?",
-        (session_id, message_id, count),
+        f"SELECT {STORED_COLUMNS} FROM messages WHERE session_id = ? AND seq < ? "
+        "ORDER BY seq DESC LIMIT ?",
+        (session_id, seq, count),
     ).fetchall()
     after = conn.execute(
-        f"SELECT {STORED_COLUMNS} FROM messages WHERE session_id = ? AND id > ? "
-        "ORDER BY id LIMIT ?",
-        (session_id, message_id, count),
+        f"SELECT {STORED_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? "
+        "ORDER BY seq LIMIT ?",
+        (session_id, seq, count),
     ).fetchall()
     return [stored_from_row(r) for r in reversed(before)], [stored_from_row(r) for r in after]
 
@@ -311,7 +313,7 @@ def run_search(
     rows: dict[int, Any] = {
         r[0]: r
         for r in conn.execute(
-            "SELECT id, session_id, role, content, active, timestamp FROM messages "
+            "SELECT id, session_id, role, content, active, timestamp, seq FROM messages "
             f"WHERE id IN ({marks})",
             list(ranked),
         )
@@ -321,7 +323,7 @@ def run_search(
         row = rows.get(rowid)
         if row is None:
             continue
-        before, after = bookends(conn, row[1], rowid, max(0, int(bookend_count)))
+        before, after = bookends(conn, row[1], row[6], max(0, int(bookend_count)))
         hits.append(
             SearchHit(
                 message_id=rowid,

@@ -28,6 +28,7 @@ from typing import Any, ParamSpec, TypeVar
 from hermes_host.models import HistoryReader, Message
 from hermes_host.store.base import (
     DEFAULT_LEASE_TTL,
+    Conversation,
     Deferred,
     Guards,
     Lease,
@@ -38,6 +39,7 @@ from hermes_host.store.base import (
     Session,
     SessionNotFoundError,
     StaleSessionError,
+    StaleWindowError,
     StoredMessage,
     StoreError,
     TitleConflictError,
@@ -80,11 +82,13 @@ _STAGE_MESSAGE = (
     f"INSERT INTO temp.message_stage ({_STAGE_COLS}) "
     f"VALUES ({', '.join('?' * (len(ROW_COLUMNS) + 2))})"
 )
-_MOVE_STAGED = (
-    "INSERT INTO messages (session_id, timestamp, active, compacted, token_count, "
-    f"{_MSG_COLS}) SELECT ?, ?, 1, 0, token_count, {_MSG_COLS} "
+_MOVE_STAGED = (  # the staged seq is the row's window position (1-based) above a base
+    "INSERT INTO messages (session_id, timestamp, seq, active, compacted, token_count, "
+    f"{_MSG_COLS}) SELECT ?, ?, ? + seq, 1, 0, token_count, {_MSG_COLS} "
     "FROM temp.message_stage ORDER BY seq"
 )
+_WINDOW_ORDER = "ORDER BY seq, id"
+"""A session's rows in window order (archived rows before the window that replaced them)."""
 _SESSION_SELECT = """
 SELECT s.*,
   (SELECT count(*) FROM messages m WHERE m.session_id = s.id) AS message_count,
@@ -92,8 +96,9 @@ SELECT s.*,
 FROM sessions s
 """
 _COPIED_ON_ROTATE = (
-    "source, user_id, session_key, chat_id, chat_type, thread_id, model, model_config, "
-    "system_prompt, cwd, goal, pinned, cooldown_until, fallback_streak, ineffective_count"
+    "conversation_id, source, user_id, session_key, chat_id, chat_type, thread_id, model, "
+    "model_config, system_prompt, cwd, goal, pinned, cooldown_until, fallback_streak, "
+    "ineffective_count"
 )
 _TITLE_NUMBER = re.compile(r"^(.*) #(\d+)$")
 _SET_TOKEN_COUNT = "UPDATE messages SET token_count = ? WHERE id = ?"  # fires no FTS trigger
@@ -355,6 +360,7 @@ class SQLiteStore:
             model_config=json.loads(row["model_config"] or "{}"),
             system_prompt=row["system_prompt"],
             parent_session_id=row["parent_session_id"],
+            conversation_id=row["conversation_id"] or row["id"],
             title=row["title"],
             cwd=row["cwd"],
             goal=row["goal"],
@@ -428,8 +434,8 @@ class SQLiteStore:
             conn.execute(
                 "INSERT INTO sessions (id, source, user_id, session_key, chat_id, chat_type, "
                 "thread_id, model, model_config, system_prompt, parent_session_id, title, cwd, "
-                "goal, created_at, last_activity_at, last_activity_kind) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'created')",
+                "goal, created_at, last_activity_at, last_activity_kind, conversation_id) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'created', ?)",
                 (
                     sid,
                     source,
@@ -447,6 +453,7 @@ class SQLiteStore:
                     goal,
                     now,
                     now,
+                    sid,  # a new conversation (a branch too: it goes its own way)
                 ),
             )
         return self.get_session(sid)
@@ -488,6 +495,48 @@ class SQLiteStore:
         where += " ORDER BY s.last_activity_at DESC, s.created_at DESC LIMIT ? OFFSET ?"
         params += [max(0, int(limit)), max(0, int(offset))]
         return self._fetch_sessions(where, params)
+
+    @_errors("listing conversations")
+    def list_conversations(
+        self,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        include_archived: bool = False,
+        source: str | None = None,
+        user_id: str | None = None,
+    ) -> list[Conversation]:
+        clauses = [  # the newest session of its conversation: no rotation child of its own
+            "NOT EXISTS (SELECT 1 FROM sessions c WHERE c.parent_session_id = s.id "
+            "AND c.conversation_id = s.conversation_id)"
+        ]
+        params: list[Any] = []
+        if not include_archived:
+            clauses.append("s.archived = 0")
+        if source is not None:
+            clauses.append("s.source = ?")
+            params.append(source)
+        if user_id is not None:
+            clauses.append("s.user_id = ?")
+            params.append(user_id)
+        where = "WHERE " + " AND ".join(clauses)
+        where += " ORDER BY s.last_activity_at DESC, s.created_at DESC LIMIT ? OFFSET ?"
+        params += [max(0, int(limit)), max(0, int(offset))]
+        found: list[Conversation] = []
+        conn = self._conn()
+        for tip in self._fetch_sessions(where, params):
+            cid = tip.conversation_id or tip.id
+            sessions, messages, tokens_in, tokens_out = conn.execute(
+                "SELECT count(*), (SELECT count(*) FROM messages m JOIN sessions x "
+                "ON x.id = m.session_id WHERE x.conversation_id = ?), "
+                "coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0) "
+                "FROM sessions WHERE conversation_id = ?",
+                (cid, cid),
+            ).fetchone()
+            found.append(
+                Conversation(cid, tip, max(1, sessions), messages, tokens_in, tokens_out)
+            )
+        return found
 
     @_errors("updating a session")
     def update_session(
@@ -600,7 +649,7 @@ class SQLiteStore:
         for order in ("ASC", "DESC"):
             rows = self._conn().execute(
                 f"SELECT token_count, {_MSG_COLS} FROM messages "
-                f"WHERE session_id = ? AND active = 1 ORDER BY id {order} LIMIT ?",
+                f"WHERE session_id = ? AND active = 1 ORDER BY seq {order} LIMIT ?",
                 (session_id, size),
             )
             known.update((tuple(row[1:]), row[0]) for row in rows)
@@ -614,22 +663,33 @@ class SQLiteStore:
         now: float,
         *,
         count_later: Sequence[Message] | None = None,
+        positions: Sequence[int] | None = None,
+        base: int | None = None,
     ) -> list[int]:
         """Insert ``prepared`` rows in order; returns their ids.  With ``count_later`` the
         rows were prepared with a count of 0: their messages are counted on a worker thread
         while the one ``INSERT … SELECT`` runs (it releases the GIL for the whole FTS sync;
-        starting earlier would make every staged row wait for the GIL), then set here."""
+        starting earlier would make every staged row wait for the GIL), then set here.
+        Row *i* gets the window order ``base + positions[i] + 1`` (ascending positions;
+        by default right after the session's last row)."""
         if not prepared:
             return []
+        if base is None:
+            base = conn.execute(
+                "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = ?", (session_id,)
+            ).fetchone()[0]
+        where = range(len(prepared)) if positions is None else positions
         start = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
         conn.execute("DELETE FROM temp.message_stage")
         conn.executemany(
-            _STAGE_MESSAGE, ((i, tokens, *values) for i, (tokens, values) in enumerate(prepared))
+            _STAGE_MESSAGE,
+            ((pos + 1, tokens, *values) for pos, (tokens, values) in zip(where, prepared,
+                                                                          strict=True)),
         )
         counting = None
         if count_later is not None:
             counting = _BackgroundCount(SQLiteStore._count, count_later)
-        conn.execute(_MOVE_STAGED, (session_id, now))
+        conn.execute(_MOVE_STAGED, (session_id, now, base))
         conn.execute("DELETE FROM temp.message_stage")
         end = conn.execute("SELECT max(id) FROM messages").fetchone()[0]
         if end - start == len(prepared):
@@ -664,11 +724,12 @@ class SQLiteStore:
         with self._tx() as conn:
             cur = conn.execute(
                 "UPDATE sessions SET last_activity_at = ?, last_activity_kind = 'message' "
-                "WHERE id = ?",
+                "WHERE id = ? AND coalesce(end_reason, '') <> 'compression'",
                 (now, session_id),
             )
             if cur.rowcount == 0:
-                raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
+                self._require(conn, session_id)
+                raise StaleSessionError(self._rotated(conn, session_id, "nothing was written"))
             return self._insert(
                 conn, session_id, prepared, now, count_later=messages if count_later else None
             )
@@ -696,7 +757,8 @@ class SQLiteStore:
     def active_messages(self, session_id: str) -> list[Message]:
         conn = self._conn()
         rows = conn.execute(
-            f"SELECT {_MSG_COLS} FROM messages WHERE session_id = ? AND active = 1 ORDER BY id",
+            f"SELECT {_MSG_COLS} FROM messages WHERE session_id = ? AND active = 1 "
+            + _WINDOW_ORDER,
             (session_id,),
         ).fetchall()
         if not rows:
@@ -722,7 +784,8 @@ class SQLiteStore:
         self._require(conn, session_id)
         active = "" if include_inactive else " AND active = 1"
         rows = conn.execute(
-            f"SELECT {STORED_COLUMNS} FROM messages WHERE session_id = ?{active} ORDER BY id",
+            f"SELECT {STORED_COLUMNS} FROM messages WHERE session_id = ?{active} "
+            + _WINDOW_ORDER,
             (session_id,),
         ).fetchall()
         return [stored_from_row(r) for r in rows]
@@ -883,6 +946,7 @@ class SQLiteStore:
         mode: PublishMode = "rotate",
         reason: str = "compression",
         token_counts: Sequence[int] | None = None,
+        snapshot: WindowMarker | None = None,
     ) -> PublishResult:
         if mode not in ("rotate", "in_place"):
             raise StoreError(f"unknown publish mode {mode!r}; allowed: rotate, in_place")
@@ -905,66 +969,117 @@ class SQLiteStore:
                 raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
             parent_id, title, end_reason = row
             if end_reason == "compression":
-                child = conn.execute(
-                    "SELECT id FROM sessions WHERE parent_session_id = ? "
-                    "ORDER BY created_at DESC LIMIT 1",
-                    (session_id,),
-                ).fetchone()
-                raise StaleSessionError(
-                    f"session {session_id} was already compressed into "
-                    f"{child[0] if child else 'a child session'}; nothing was published"
-                )
-            if mode == "in_place":
-                # Only a compression counts as one and marks rows compacted; other rewrites
-                # of the window (``/undo``) archive rows without claiming they were compacted.
-                compacted = 1 if reason == "compression" else 0
+                raise StaleSessionError(self._rotated(conn, session_id, "nothing was published"))
+            read, later = self._window_since(conn, session_id, snapshot)
+            # A proposed message equal to a row of the window it read is that row: kept, not
+            # copied.  Each row is used once, in window order.
+            pool: dict[tuple[Any, ...], list[int]] = {}
+            for row in read:
+                pool.setdefault(tuple(row[2:]), []).append(row[0])
+            window: list[int | None] = []
+            fresh: list[tuple[int, tuple[Any, ...]]] = []
+            fresh_at: list[int] = []
+            for position, (tokens, encoded) in enumerate(prepared):
+                same = pool.get(encoded)
+                window.append(same.pop(0) if same else None)
+                if window[-1] is None:
+                    fresh.append((tokens, encoded))
+                    fresh_at.append(position)
+            kept = {row_id for row_id in window if row_id is not None}
+            replaced = [(r[0],) for r in read if r[0] not in kept]
+            # Only a compression marks rows compacted; other rewrites of the window
+            # (``/undo``) archive rows without claiming they were compacted.
+            compacted = 1 if reason == "compression" else 0
+            target = session_id if mode == "in_place" else self._fresh_id(conn)
+            child_title = title
+            if mode == "rotate":
+                child_title = self._next_title(conn, title) if title else None
                 conn.execute(
-                    "UPDATE messages SET active = 0, compacted = ? "
-                    "WHERE session_id = ? AND active = 1",
-                    (compacted, session_id),
+                    f"INSERT INTO sessions (id, parent_session_id, title, created_at, "
+                    f"last_activity_at, last_activity_kind, compression_count, "
+                    f"{_COPIED_ON_ROTATE}) SELECT ?, id, ?, ?, ?, 'compression', "
+                    f"compression_count + 1, {_COPIED_ON_ROTATE} FROM sessions WHERE id = ?",
+                    (target, child_title, now, now, session_id),
                 )
-                ids = self._insert(conn, session_id, prepared, now)
+                conn.execute(
+                    "INSERT INTO engine_state (session_id, engine, state, updated_at) "
+                    "SELECT ?, engine, state, updated_at FROM engine_state WHERE session_id = ?",
+                    (target, session_id),
+                )
+            base = 0
+            if mode == "in_place":  # the new window orders after every row of the session
+                base = conn.execute(
+                    "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = ?",
+                    (session_id,),
+                ).fetchone()[0]
+            written = iter(self._insert(conn, target, fresh, now, positions=fresh_at, base=base))
+            ids = [row_id if row_id is not None else next(written) for row_id in window]
+            moved = [
+                (target, base + position + 1, row_id)
+                for position, row_id in enumerate(ids)
+                if row_id in kept
+            ]
+            moved += [(target, base + len(ids) + j + 1, r[0]) for j, r in enumerate(later)]
+            order = {r[0]: r[1] for r in read}
+            if mode == "in_place" and not fresh and window == sorted(kept, key=order.__getitem__):
+                moved = []  # rows only left the window (``/undo``): the rest stays in order
+            conn.executemany("UPDATE messages SET session_id = ?, seq = ? WHERE id = ?", moved)
+            conn.executemany(
+                f"UPDATE messages SET active = 0, compacted = {compacted} WHERE id = ?", replaced
+            )
+            if mode == "in_place":
                 conn.execute(
                     "UPDATE sessions SET compression_count = compression_count + ?, "
                     "last_activity_at = ?, last_activity_kind = ? WHERE id = ?",
                     (compacted, now, reason, session_id),
                 )
-                return PublishResult(
-                    session_id=session_id,
-                    parent_session_id=parent_id,
-                    message_ids=ids,
-                    mode=mode,
-                    title=title,
-                    flush_baseline=len(prepared),
+            else:
+                conn.execute(
+                    "UPDATE sessions SET ended_at = ?, end_reason = ?, last_activity_at = ?, "
+                    "last_activity_kind = 'compression' WHERE id = ?",
+                    (now, reason, now, session_id),
                 )
-            child_id = self._fresh_id(conn)
-            child_title = self._next_title(conn, title) if title else None
-            conn.execute(
-                f"INSERT INTO sessions (id, parent_session_id, title, created_at, "
-                f"last_activity_at, last_activity_kind, compression_count, {_COPIED_ON_ROTATE}) "
-                f"SELECT ?, id, ?, ?, ?, 'compression', compression_count + 1, "
-                f"{_COPIED_ON_ROTATE} FROM sessions WHERE id = ?",
-                (child_id, child_title, now, now, session_id),
-            )
-            conn.execute(
-                "INSERT INTO engine_state (session_id, engine, state, updated_at) "
-                "SELECT ?, engine, state, updated_at FROM engine_state WHERE session_id = ?",
-                (child_id, session_id),
-            )
-            ids = self._insert(conn, child_id, prepared, now)
-            conn.execute(
-                "UPDATE sessions SET ended_at = ?, end_reason = ?, last_activity_at = ?, "
-                "last_activity_kind = 'compression' WHERE id = ?",
-                (now, reason, now, session_id),
-            )
             return PublishResult(
-                session_id=child_id,
-                parent_session_id=session_id,
+                session_id=target,
+                parent_session_id=parent_id if mode == "in_place" else session_id,
                 message_ids=ids,
                 mode=mode,
                 title=child_title,
                 flush_baseline=len(prepared),
+                carried=[decode_row(r[2:]) for r in later],
+                carried_ids=[r[0] for r in later],
             )
+
+    def _window_since(
+        self, conn: sqlite3.Connection, session_id: str, snapshot: WindowMarker | None
+    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """The window's rows ``(id, seq, *columns)`` split into those the ``snapshot`` saw
+        and those appended after it; :class:`StaleWindowError` when rows it saw are gone."""
+        rows = conn.execute(
+            f"SELECT id, seq, {_MSG_COLS} FROM messages WHERE session_id = ? AND active = 1 "
+            + _WINDOW_ORDER,
+            (session_id,),
+        ).fetchall()
+        if snapshot is None:
+            return rows, []
+        read = [r for r in rows if r[0] <= snapshot.last_message_id]
+        later = [r for r in rows if r[0] > snapshot.last_message_id]
+        if snapshot.session_id != session_id or len(read) != snapshot.active_count:
+            raise StaleWindowError(
+                f"the window of session {session_id} changed since the compression read it "
+                f"({snapshot.active_count} messages then, {len(read)} of them still there); "
+                "nothing was published"
+            )
+        return read, later
+
+    def _rotated(self, conn: sqlite3.Connection, session_id: str, outcome: str) -> str:
+        """Why a session a compression rotated takes no more writes."""
+        child = self._tip(conn, session_id)
+        into = child if child != session_id else "a child session"
+        return (
+            f"session {session_id} was already compressed into {into} (work on the newest "
+            f"session: resume follows rotations); {outcome}"
+        )
 
     @staticmethod
     def _next_title(conn: sqlite3.Connection, title: str) -> str:
@@ -1031,10 +1146,11 @@ class SQLiteStore:
             ).fetchone()
             if row is None or row[0] != "compression":
                 return current
-            child = conn.execute(
-                "SELECT id FROM sessions WHERE parent_session_id = ? "
+            child = conn.execute(  # a rotation child, not a branch taken earlier
+                "SELECT id FROM sessions WHERE parent_session_id = ? AND conversation_id = "
+                "(SELECT conversation_id FROM sessions WHERE id = ?) "
                 "ORDER BY created_at DESC, id DESC LIMIT 1",
-                (current,),
+                (current, current),
             ).fetchone()
             if child is None:
                 return current
