@@ -208,9 +208,14 @@ ON messages BEGIN
 END;
 """
 
+_V3 = """
+ALTER TABLE sessions ADD COLUMN ineffective_tokens INTEGER;
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, messages, FTS5 (porter + trigram), compression_locks", _V1),
     Migration(2, "the trigram index catches up after bulk writes (trigram_progress)", _V2),
+    Migration(3, "sessions.ineffective_tokens: the window size anti-thrash re-arms from", _V3),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1].version
