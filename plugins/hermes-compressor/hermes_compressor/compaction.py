@@ -154,20 +154,24 @@ def _snapshot_source(previous: str | None, middle: Sequence[Message]) -> str | N
 SUMMARY_WINDOW_SHARE = 0.05
 """The summary may grow to this share of the context window (as in Hermes) …"""
 SUMMARY_FLOOR_TOKENS = 2000
-"""… and never has a ceiling under this, whatever the window (Hermes' ``_MIN_SUMMARY_TOKENS``:
-on a 16K window 5 % is 800 tokens, too few to carry a long session's files and actions)."""
+"""… and, on windows of :data:`FLOOR_FROM_WINDOW` tokens or more, never has a ceiling under
+this (Hermes' ``_MIN_SUMMARY_TOKENS``: on a 16K window 5 % is 800 tokens, too few to carry a
+long session's files and actions) …"""
+FLOOR_FROM_WINDOW = 16_000
+"""… while a smaller window keeps 5 %: there 2,000 tokens would be an eighth of it or more."""
 
 
 def summary_ceiling(
     context_length: int, options: EngineOptions, *, emit_limit: int | None
 ) -> int:
-    """The largest summary target: 5 % of the window, at least 2,000 tokens (an eighth of a
-    window smaller than 16K), at most
+    """The largest summary target: 5 % of the window, at least 2,000 tokens on a window of
+    16K or more, at most
     ``max_summary_tokens`` — and, for an LLM summariser, within what it may emit in one
     answer (``summarizer.max_tokens``).  The offline summariser has no output limit, so a
     200K–1M window is not starved by a 4,096-token default meant for an LLM call."""
-    floor = min(SUMMARY_FLOOR_TOKENS, context_length // 8)  # an 8K window is no 64K one
-    ceiling = max(floor, int(context_length * SUMMARY_WINDOW_SHARE))
+    ceiling = int(context_length * SUMMARY_WINDOW_SHARE)
+    if context_length >= FLOOR_FROM_WINDOW:
+        ceiling = max(SUMMARY_FLOOR_TOKENS, ceiling)
     ceiling = min(ceiling, options.max_summary_tokens)
     if emit_limit is not None:
         ceiling = min(ceiling, emit_limit)

@@ -198,7 +198,7 @@ def test_an_echoed_prefix_is_not_carried_into_the_block(echo: str) -> None:
     ("context_length", "emit_limit", "expected"),
     [
         (16_000, None, 2_000),  # the floor, not 5 % (800)
-        (8_000, None, 1_000),  # a small window: an eighth of it
+        (8_000, None, 400),  # a small window: 5 %, no floor
         (200_000, None, 10_000),  # 5 % of the window, not summarizer.max_tokens
         (1_000_000, None, 12_000),  # capped by max_summary_tokens
         (1_000_000, 4_096, 4_096),  # an LLM summariser: what it may emit in one answer
