@@ -10,6 +10,9 @@ rules; the host reads and writes the counters through the store.
 * Anti-thrash (R-5.2): automatic compression stops after 2 consecutive ineffective
   compressions (each saved < 10 %, or was a no-op), or after the fallback summary was used 2
   times in a row.  A forced compression ignores both; an effective one resets the counters.
+  It re-arms for one attempt once the window has grown by :data:`REARM_GROWTH` since the last
+  ineffective attempt (:func:`rearmed`): two no-ops early in a short session must not block
+  compression for the rest of it.
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ from hermes_host.models import CompressDecision, CompressionSettings, GuardState
 
 __all__ = [
     "INEFFECTIVE_SAVING",
+    "REARM_GROWTH",
     "STREAK_LIMIT",
     "after_compression",
     "blocked_reason",
     "cleared_for_force",
     "host_decision",
     "model_ratio",
+    "rearmed",
     "threshold_tokens",
 ]
 
@@ -36,18 +41,41 @@ STREAK_LIMIT = 2
 """Consecutive ineffective compressions / fallbacks after which automatic compression stops."""
 
 
+REARM_GROWTH = 1.25
+"""Anti-thrash yields once the window holds this many times the tokens it held at the last
+ineffective attempt (a materially larger window may well compress)."""
+
+
+def rearmed(guards: GuardState, tokens: int, context_length: int | None = None) -> GuardState:
+    """``guards`` as the next decision should see them: anti-thrash's streaks cleared for one
+    attempt when the window reached the context length (the next call would fail) or grew
+    by :data:`REARM_GROWTH` since the last ineffective attempt.  The cooldown never yields."""
+    if guards.ineffective_count < STREAK_LIMIT and guards.fallback_streak < STREAK_LIMIT:
+        return guards
+    overflow = context_length is not None and tokens >= context_length
+    grown = (
+        guards.ineffective_tokens is not None
+        and guards.ineffective_count >= STREAK_LIMIT
+        and tokens >= guards.ineffective_tokens * REARM_GROWTH
+    )
+    if not (overflow or grown):
+        return guards
+    return guards.model_copy(update={"ineffective_count": 0, "fallback_streak": 0})
+
+
 def blocked_reason(
     guards: GuardState, tokens: int | None = None, context_length: int | None = None
 ) -> str | None:
     """Why automatic compression is suppressed now, or ``None`` when it may run.
 
-    Anti-thrash yields when the window has reached the context length: the next model call
-    would fail for certain, so one more attempt is worth it.  A cooldown never yields (the
-    summariser is known to be failing; the engine's fallback decides what to do)."""
+    Anti-thrash yields (:func:`rearmed`) when the window has reached the context length — the
+    next model call would fail for certain, so one more attempt is worth it — or has grown
+    materially since the last ineffective attempt.  A cooldown never yields (the summariser is
+    known to be failing; the engine's fallback decides what to do)."""
     if guards.cooldown_until is not None and guards.cooldown_until > guards.now:
         return f"cooldown:{math.ceil(guards.cooldown_until - guards.now)}"
-    if tokens is not None and context_length is not None and tokens >= context_length:
-        return None
+    if tokens is not None:
+        guards = rearmed(guards, tokens, context_length)
     if guards.ineffective_count >= STREAK_LIMIT:
         return "ineffective"
     if guards.fallback_streak >= STREAK_LIMIT:
@@ -128,10 +156,12 @@ def after_compression(
         # Retrying cannot help (R-10.3): count it as an ineffective attempt, so automatic
         # compression stops after two instead of failing again every turn.
         update["ineffective_count"] = guards.ineffective_count + 1
+        update["ineffective_tokens"] = tokens_before
         return guards.model_copy(update=update)
     saved = (tokens_before - tokens_after) / tokens_before if tokens_before > 0 else 0.0
     ineffective = outcome == "noop" or saved < INEFFECTIVE_SAVING
     update["ineffective_count"] = guards.ineffective_count + 1 if ineffective else 0
+    update["ineffective_tokens"] = tokens_before if ineffective else None
     update["fallback_streak"] = guards.fallback_streak + 1 if outcome == "fallback" else 0
     if requested_cooldown:
         update["cooldown_until"] = guards.now + requested_cooldown

@@ -797,10 +797,9 @@ class Session:
         model = host.config.model
         settings = host.config.compression
         chain = host.chain("should_compress")
-        if tokens >= model.context_length:
-            # Overflow: the next call would fail for certain, so anti-thrash yields for one
-            # more attempt (the cooldown does not; see guards.blocked_reason).
-            guards = guards.model_copy(update={"ineffective_count": 0, "fallback_streak": 0})
+        # Overflow, or a window grown materially since the last ineffective attempt:
+        # anti-thrash yields for one more attempt (the cooldown does not; guards.rearmed).
+        guards = guard_rules.rearmed(guards, tokens, model.context_length)
         if chain:
             request = ShouldCompressRequest(
                 session_id=self.id,
@@ -1099,6 +1098,7 @@ class Session:
                 cooldown_until=updated.cooldown_until,
                 fallback_streak=updated.fallback_streak,
                 ineffective_count=updated.ineffective_count,
+                ineffective_tokens=updated.ineffective_tokens,
             ),
         )
 
@@ -1131,6 +1131,7 @@ class Session:
                 "cooldown_until": guards.cooldown_until,
                 "fallback_streak": guards.fallback_streak,
                 "ineffective_count": guards.ineffective_count,
+                "ineffective_tokens": guards.ineffective_tokens,
             },
             "normalised": self.normalised.as_dict(),
             "cache_violations": self.cache_violations,

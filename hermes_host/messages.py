@@ -29,6 +29,7 @@ __all__ = [
     "SUMMARY_PREFIX",
     "MessageError",
     "Violation",
+    "MERGED_SEGMENTS_KEY",
     "as_parts",
     "check_invariants",
     "copy_data",
@@ -36,6 +37,7 @@ __all__ = [
     "normalize_alternation",
     "one_line",
     "repair_tool_pairs",
+    "segments_of",
     "sanitize_for_wire",
     "strip_reference_blocks",
     "text_of",
@@ -326,6 +328,41 @@ def as_parts(content: Any) -> list[dict[str, Any]]:
     return [copy_data(p) for p in content]
 
 
+MERGED_SEGMENTS_KEY = "_merged_segments"
+"""Private key on a message :func:`normalize_alternation` merged from string contents: the
+lengths of the texts it joined (with ``"\n\n"``), so a reader can tell a platform injection
+from the real request glued after it (stripped on the wire like every ``_`` key)."""
+
+
+def segments_of(message: Message) -> list[str]:
+    """The texts a merged message was joined from, or its whole text when it was not merged
+    (or the record does not match its content any more)."""
+    text = text_of(message)
+    lengths = message.get(MERGED_SEGMENTS_KEY)
+    content = message.get("content")
+    if (
+        isinstance(content, str)
+        and isinstance(lengths, list)
+        and len(lengths) > 1
+        and all(isinstance(n, int) and n >= 0 for n in lengths)
+        and sum(lengths) + 2 * (len(lengths) - 1) == len(content)
+    ):
+        out, at = [], 0
+        for n in lengths:
+            out.append(content[at:at + n])
+            at += n + 2
+        return out
+    return [text]
+
+
+def _segment_lengths(message: Message) -> list[int]:
+    content = message.get("content")
+    recorded = message.get(MERGED_SEGMENTS_KEY)
+    if isinstance(content, str) and len(segments_of(message)) > 1 and isinstance(recorded, list):
+        return list(recorded)
+    return [len(content)] if isinstance(content, str) and content else []
+
+
 def _merge_content(a: Any, b: Any) -> Any:
     if (a is None or isinstance(a, str)) and (b is None or isinstance(b, str)):
         texts = [t for t in (a, b) if t]
@@ -355,6 +392,7 @@ def normalize_alternation(messages: Sequence[Message]) -> tuple[list[Message], i
         ):
             merged = {k: v for k, v in prev.items() if not k.startswith("_")}
             merged["content"] = _merge_content(prev.get("content"), message.get("content"))
+            lengths = _segment_lengths(prev) + _segment_lengths(message)
             if message.get("tool_calls"):
                 merged["tool_calls"] = copy_data(message["tool_calls"])
             for key, value in message.items():
@@ -363,6 +401,10 @@ def normalize_alternation(messages: Sequence[Message]) -> tuple[list[Message], i
             for key, value in prev.items():
                 if key.startswith("_"):
                     merged[key] = value
+            if isinstance(merged["content"], str) and len(lengths) > 1:
+                merged[MERGED_SEGMENTS_KEY] = lengths
+            else:
+                merged.pop(MERGED_SEGMENTS_KEY, None)
             out[-1] = merged
             merges += 1
             continue

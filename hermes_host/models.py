@@ -105,6 +105,9 @@ class GuardState(_Model):
     )
     fallback_streak: int = 0
     ineffective_count: int = 0
+    ineffective_tokens: int | None = Field(
+        None, description="Window tokens at the last ineffective attempt (anti-thrash re-arm)."
+    )
     now: float = Field(description="The host's clock (Unix time) when the request was built.")
 
 

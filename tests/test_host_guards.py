@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from hermes_host.guards import after_compression, blocked_reason, host_decision, threshold_tokens
+import math
+
+from hermes_host.guards import (
+    REARM_GROWTH,
+    after_compression,
+    blocked_reason,
+    host_decision,
+    rearmed,
+    threshold_tokens,
+)
 from hermes_host.models import CompressionSettings, GuardState
 
 
@@ -59,3 +68,40 @@ def test_anti_thrash_counts_and_overflow_exception_R_5_2() -> None:
     p = after_compression(_g(), outcome="failed_permanent", tokens_before=1, tokens_after=1,
                           cooldown_seconds=60)
     assert p.ineffective_count == 1 and p.cooldown_until is None
+
+
+def test_anti_thrash_re_arms_when_the_window_has_grown_R_5_2() -> None:
+    """Issue 14: two no-ops early in a short session blocked automatic compression for the
+    rest of it (it yielded only at 100 %).  The window's size at the last ineffective attempt
+    is kept; at REARM_GROWTH times that size one more attempt is allowed."""
+    g = _g()
+    for tokens in (7_000, 7_055):
+        g = after_compression(g, outcome="noop", tokens_before=tokens, tokens_after=tokens,
+                              cooldown_seconds=60)
+    assert (g.ineffective_count, g.ineffective_tokens) == (2, 7_055)
+    grown = math.ceil(7_055 * REARM_GROWTH)
+    assert blocked_reason(g, tokens=grown - 1, context_length=16_000) == "ineffective"
+    assert blocked_reason(g, tokens=grown, context_length=16_000) is None
+    assert rearmed(g, grown, 16_000).ineffective_count == 0
+    assert rearmed(g, grown - 1, 16_000) is g
+    # a cooldown never yields to growth; an effective compression forgets the size
+    cooling = g.model_copy(update={"cooldown_until": 2_000.0})
+    assert blocked_reason(cooling, tokens=grown * 2, context_length=16_000).startswith("cool")
+    done = after_compression(g, outcome="summarised", tokens_before=9_000, tokens_after=3_000,
+                             cooldown_seconds=60)
+    assert (done.ineffective_count, done.ineffective_tokens) == (0, None)
+
+
+def test_re_arm_threshold_is_durable_in_the_store_R_5_3(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from hermes_host.store import open_store
+    from hermes_host.store.base import Guards
+
+    path = Path(str(tmp_path)) / "state.db"
+    with open_store(path) as store:
+        sid = store.create_session(title="t").id
+        store.write_guards(sid, Guards(None, 0, 2, 7_055))
+    with open_store(path) as store:
+        assert store.read_guards(sid) == Guards(None, 0, 2, 7_055)
+        assert store.get_session(sid).guards.ineffective_tokens == 7_055

@@ -229,13 +229,22 @@ def test_anti_thrash_stops_after_two_ineffective_R_5_2(tmp_path: Path) -> None:
     engine = OutcomeEngine("noop", threshold=100)
     with make_host(tmp_path, engine) as host:
         session = host.open_session(system_prompt="sys")
-        for n in range(5):
+        for n in range(6):
             chat_turn(session, n)
             session.end_turn()
-        assert engine.compress_calls == 2
-        assert host.store.read_guards(session.id).ineffective_count == 2
-        chat_turn(session, 9)
-        assert session.end_turn().decision.reason == "ineffective"
+        # after two no-ops, each further attempt needs the window to have grown by 25 %
+        # (guards.REARM_GROWTH) since the last one: while it has not, the turn is blocked
+        guards = host.store.read_guards(session.id)
+        assert guards.ineffective_count >= 2
+        attempts = engine.compress_calls
+        assert attempts < 6
+        size = guards.ineffective_tokens
+        assert size is not None
+        while session.window_tokens < size * 1.2:
+            session.add_user("short note")
+            session.add_assistant("ok")
+            assert session.end_turn().decision.reason == "ineffective"
+        assert engine.compress_calls == attempts
 
 
 def test_fallback_streak_stops_automatic_compression_R_5_2(tmp_path: Path) -> None:

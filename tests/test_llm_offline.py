@@ -363,3 +363,71 @@ def test_empty_job_still_has_eleven_sections() -> None:
     s = assert_eleven_sections(summarize([]))
     assert s["Goal"].startswith(CRON_GOAL)
     assert s["Completed Actions"] == "None."
+
+
+# --------------------------------------------------------------------------------------------
+# what a continuing agent reads (issue 14): true sizes, real decisions, counts that add up
+
+
+def test_a_pruned_output_is_described_by_what_it_stood_for() -> None:
+    """``hermes-host demo`` showed "READ memory/markdown.py — 1 line (82 chars)" when 2,823
+    characters were read: the summariser measured the prune step's one-line stand-in."""
+    messages = [
+        {"role": "user", "content": "Read the markdown provider."},
+        *tool_turn("r1", "read_file", {"path": "memory/markdown.py"},
+                   "[read_file] read memory/markdown.py from line 1 (2,823 chars)"),
+        *tool_turn("r2", "bash", {"command": "pytest -q"},
+                   "[terminal] ran `pytest -q` -> exit 1, 47 lines output"),
+    ]
+    actions = parse_sections(summarize(messages, budget_tokens=2000))["Completed Actions"]
+    assert "2,823 chars" in actions and "(82 chars)" not in actions and "1 line" not in actions
+    ran = next(ln for ln in actions.splitlines() if "RAN `pytest -q`" in ln)
+    assert "exit 1, 47 lines output" in ran and "[terminal]" not in ran
+
+
+def test_a_list_of_tools_is_not_a_decision() -> None:
+    messages = [
+        {"role": "user", "content": "Find where the store is opened."},
+        {"role": "assistant", "content": "I'll use grep, read_file. We decided to open the "
+         "store read-only for browsing because a 0444 file must stay untouched."},
+    ]
+    decisions = parse_sections(summarize(messages, budget_tokens=2000))["Key Decisions"]
+    assert "I'll use grep" not in decisions
+    assert "because a 0444 file must stay untouched" in decisions
+
+
+def test_condensed_actions_count_every_action_they_stand_for() -> None:
+    """"1–14. (4 earlier actions condensed…: 2 READ, 1 SEARCHED)": an earlier condensed line
+    was counted as one action.  The counts now add up to the range, and the files survive."""
+    previous = (
+        "## Historical Task Snapshot\nFix the parser.\n\n## Completed Actions\n"
+        "1–10. (10 earlier actions condensed to fit the summary budget: 6 READ, 4 RAN)\n"
+        + "\n".join(f"{n}. EDITED `src/mod{n}.py` — ok [tool: edit]" for n in range(11, 15))
+    )
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Go on with the parser."}]
+    for n in range(40):
+        messages += tool_turn(f"c{n}", "bash", {"command": f"pytest -q tests/t{n}.py"},
+                              f"{n} passed\n<returncode>0</returncode>")
+    actions = parse_sections(
+        summarize(messages, previous_summary=previous, budget_tokens=700)
+    )["Completed Actions"]
+    line = next(ln for ln in actions.splitlines() if re.match(r"^\d+–\d+\. \(", ln))
+    m = re.match(r"^(\d+)–(\d+)\. \((\d+) earlier actions condensed[^:]*: ([^;)]*)", line)
+    assert m, line
+    low, high, total = int(m.group(1)), int(m.group(2)), int(m.group(3))
+    assert low == 1 and total == high - low + 1
+    counts = [int(n) for n in re.findall(r"(\d+) [A-Za-z_]+", m.group(4))]
+    assert sum(counts) == total
+    assert "`src/mod11.py`" in line  # what was changed is still named
+
+
+def test_a_request_after_a_no_request_snapshot_becomes_the_snapshot() -> None:
+    """The first compression of a session whose request sat in the protected head wrote
+    "No user request in this span"; later rounds kept that placeholder for good."""
+    previous = "## Historical Task Snapshot\nNo user request in this span. Only tool activity."
+    out = parse_sections(summarize(
+        [{"role": "user", "content": "Work on bead spotter-4te."}],
+        previous_summary=previous, budget_tokens=2000,
+    ))
+    assert out["Historical Task Snapshot"] == "Work on bead spotter-4te."
+    assert out["Goal"].count("Work on bead spotter-4te.") <= 1

@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +52,7 @@ from hermes_host.messages import (
     SUMMARY_PREFIX,
     is_summary,
     one_line,
+    segments_of,
     text_of,
 )
 from hermes_host.models import Message
@@ -66,7 +67,9 @@ __all__ = [
     "OfflineSummarizer",
     "first_user_request",
     "is_user_request",
+    "latest_user_request",
     "parse_sections",
+    "request_text",
 ]
 
 SECTIONS = SUMMARY_SECTIONS
@@ -83,9 +86,11 @@ _NOT_REQUEST_PREFIXES = (
     "Base directory for this skill:",
     "This session is being continued from a previous conversation",
     "[Request interrupted",
+    "<task-notification>",
     SYNTHETIC_USER_MARKER,
 )
 _PLATFORM_NAMES = frozenset({"aider_console"})
+_NO_REQUEST_SNAPSHOT = "No user request in this span."
 
 _SLASH_COMMAND_RE = re.compile(r"^/[a-z][\w:-]*(?:[ \t][^\n]{0,80})?$")
 """``/clear``, ``/ex``, ``/model opus``: front-end commands, not requests."""
@@ -95,6 +100,14 @@ _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+|\n+")
 _DECISION_RE = re.compile(
     r"(?i)\b(?:decid\w*|because|instead|will use|i'll use|we'll use|going to use|chose|choose"
     r"|opt(?:ed)? (?:for|to)|rather than|root cause|the fix is|the issue is|so that|approach)\b"
+)
+_REASON_RE = re.compile(
+    r"(?i)\b(?:because|since|so that|instead|rather than|root cause|the fix is|the issue is"
+    r"|to avoid|which (?:means|avoids|keeps)|as it|otherwise)\b"
+)
+_DECISION_FILLER_RE = re.compile(
+    r"(?i)^(?:(?:now |first,? |next,? |then,? )?(?:i'll|i will|we'll|we will|let me|let's)"
+    r" (?:use|run|call|try|do|start with|go with)\b|i'm going to use\b)"
 )
 _CONSTRAINT_RE = re.compile(
     r"(?i)\b(?:must(?:n't| not)?|do not|don't|never|always|only|without|should(?:n't| not)?"
@@ -168,22 +181,45 @@ def _index_window(text: str) -> str:
     return text if len(text) <= 3000 else text[:2000] + "\n" + text[-1000:]
 
 
-def is_user_request(message: Message) -> bool:
-    """True for a message a human (or the task giver) wrote, not a platform injection."""
-    if message.get("role") != "user" or message.get("name") in _PLATFORM_NAMES:
-        return False
-    if is_summary(message):
-        return False
-    text = text_of(message).strip()
+def _is_request_text(text: str) -> bool:
     return (bool(text) and not text.startswith(_NOT_REQUEST_PREFIXES)
             and not _SLASH_COMMAND_RE.match(text))
+
+
+def request_text(message: Message) -> str | None:
+    """What a human (or the task giver) wrote in ``message``, verbatim, or ``None`` for a
+    platform injection.  A message merged from several user messages
+    (:func:`~hermes_host.messages.normalize_alternation`) is read segment by segment, so a
+    request glued after a continuation notice or a command echo is still a request."""
+    if message.get("role") != "user" or message.get("name") in _PLATFORM_NAMES:
+        return None
+    if is_summary(message):
+        return None
+    parts = [t.strip() for t in segments_of(message)]
+    kept = [t for t in parts if _is_request_text(t)]
+    return "\n\n".join(kept) if kept else None
+
+
+def is_user_request(message: Message) -> bool:
+    """True for a message a human (or the task giver) wrote, not a platform injection."""
+    return request_text(message) is not None
 
 
 def first_user_request(messages: Iterable[Message]) -> str | None:
     """The first real user request, verbatim (``None`` when the session has none)."""
     for message in messages:
-        if is_user_request(message):
-            return text_of(message).strip()
+        text = request_text(message)
+        if text is not None:
+            return text
+    return None
+
+
+def latest_user_request(messages: Sequence[Message]) -> str | None:
+    """The newest real user request, verbatim (``None`` when the session has none)."""
+    for message in reversed(messages):
+        text = request_text(message)
+        if text is not None:
+            return text
     return None
 
 
@@ -356,6 +392,14 @@ def _describe_result(verb: str, result: str | None) -> tuple[str, bool, str | No
     stripped = text.strip()
     n_lines = stripped.count("\n") + 1 if stripped else 0
     code = _exit_code(text)
+    if n_lines == 1 and _PRUNED_LINE_RE.match(stripped):
+        # sizes and exit codes of the original, not of its one-line stand-in
+        described = stripped.split("] ", 1)[1]
+        if " -> " in described:
+            described = described.split(" -> ", 1)[1]
+        else:
+            described = re.sub(r"^read \S+ (?=from line)", "", described)
+        return one_line(described, _MAX_OUTCOME), code in (None, 0), None
     error = _error_line(text)
     parts: list[str] = []
     ok = True
@@ -379,6 +423,25 @@ def _describe_result(verb: str, result: str | None) -> tuple[str, bool, str | No
     else:
         parts.append(f"{_plural(n_lines, 'line')} output")
     return ", ".join(parts), ok, error
+
+
+def _is_decision(sentence: str) -> bool:
+    """A sentence that decides something: a decision word, and either a reason or a
+    substantive choice — "I'll use grep, read_file." is a plan to call tools, not a
+    decision (it has no reason, and what follows the verb is only tool names)."""
+    if not _DECISION_RE.search(sentence):
+        return False
+    if _REASON_RE.search(sentence):
+        return True
+    if _HEDGE_RE.match(sentence) or _DECISION_FILLER_RE.match(sentence):
+        return False
+    plain = [w for w in re.findall(r"[A-Za-z][\w'-]*", sentence) if w.isalpha()]
+    return len(plain) >= 6
+
+
+_PRUNED_LINE_RE = re.compile(r"^\[[\w .:-]{1,40}\] \S.{8,400}$")
+"""A one-line stand-in the prune step left for an old tool output (``[read_file] read a.py
+from line 1 (3,400 chars)``): it already describes the original, so it is the outcome."""
 
 
 def _plural(n: int, word: str) -> str:
@@ -425,10 +488,11 @@ class _Extractor:
         if m.get("name") in _PLATFORM_NAMES:
             self._aider_console(text)
             return
-        if not is_user_request(m):
+        found = request_text(m)
+        if found is None:
             self._index(_scan_window(text), weight=1)
             return
-        request = text.strip()
+        request = found
         self.facts.user_requests.append(request)
         self._index(_scan_window(request), weight=2)
         asked = 0
@@ -468,9 +532,7 @@ class _Extractor:
                 self.facts.first_assistant = one_line(sentences[0], 240)
             self._index(window, weight=2)
             for s in sentences:
-                if 20 <= len(s) <= 320 and _DECISION_RE.search(s) and not (
-                    _HEDGE_RE.match(s) and not re.search(r"(?i)because|instead|rather", s)
-                ):
+                if 20 <= len(s) <= 320 and _is_decision(s):
                     self.facts.decisions.append(s)
             # answer to the user's questions: first sentence of the next assistant text
             if self.facts.questions and self._pending_answer:
@@ -663,13 +725,15 @@ class _Composer:
         prev_snapshot = previous.get("Historical Task Snapshot", "").strip()
         prev_goal = previous.get("Goal", "").strip()
         snapshot_cap = max(400, int(self.job.budget_tokens * 4 * 0.30))
-        if prev_snapshot:
+        if prev_snapshot and not (
+            facts.user_requests and prev_snapshot.startswith(_NO_REQUEST_SNAPSHOT)
+        ):
             self.fixed["Historical Task Snapshot"] = prev_snapshot
         elif facts.user_requests:
             self.fixed["Historical Task Snapshot"] = _truncate_verbatim(
                 facts.user_requests[0], snapshot_cap)
         else:
-            self.fixed["Historical Task Snapshot"] = "No user request in this span. " + (
+            self.fixed["Historical Task Snapshot"] = _NO_REQUEST_SNAPSHOT + " " + (
                 f"The agent's first stated step: {facts.first_assistant}"
                 if facts.first_assistant else "Only tool activity was recorded."
             )
@@ -680,7 +744,7 @@ class _Composer:
                 goal += f"\nInferred objective: {objective}"
         elif facts.user_requests:
             latest = facts.user_requests[-1]
-            if len(facts.user_requests) == 1 and not prev_snapshot:
+            if latest.strip() == self.fixed["Historical Task Snapshot"].strip():
                 # the snapshot already quotes it in full: state the objective briefly
                 goal = one_line((_sentences(latest) or [latest])[0], 300)
             else:
@@ -983,6 +1047,83 @@ def _escape_headings(text: str) -> str:
     return _HEADING_LINE_RE.sub("\\\\", text)
 
 
+_RANGE_LINE_RE = re.compile(r"^\s*(\d+)\s*[–-]\s*(\d+)[.)]\s")
+_RANGE_COUNTS_RE = re.compile(r"(\d+) ([A-Z_]+)\b")
+
+
+_BACKTICKED_RE = re.compile(r"`([^`\n]{2,120})`")
+_TARGET_VERBS = ("EDITED", "WROTE", "CREATED", "DELETED", "REVERTED", "READ")
+
+
+def _condensed_targets(dropped: Sequence[_Item], max_chars: int) -> str:
+    """The files the dropped actions changed or read (newest first, changed before read),
+    and those an earlier condensed line kept: what a continuing agent looks for first."""
+    changed: list[str] = []
+    read: list[str] = []
+    for item in sorted(dropped, key=lambda i: -_first_number(i.text)):
+        m = re.match(r"^\s*\d+\.\s+([A-Z_]+)\s+`([^`\n]+)`", item.text)
+        if m and m.group(1) in _TARGET_VERBS:
+            (read if m.group(1) == "READ" else changed).append(m.group(2))
+        elif _RANGE_LINE_RE.match(item.text) and "touched " in item.text:
+            changed.extend(_BACKTICKED_RE.findall(item.text.split("touched ", 1)[1]))
+    out: list[str] = []
+    used = 0
+    for target in dict.fromkeys(changed + read):
+        cost = len(target) + 4
+        if used + cost > max_chars:
+            break
+        out.append(f"`{target}`")
+        used += cost
+    return ", ".join(out)
+
+
+def _first_number(text: str) -> int:
+    m = re.match(r"^\s*(\d+)", text)
+    return int(m.group(1)) if m else 0
+
+
+def _condense_actions(dropped: Sequence[_Item], *, max_chars: int = 0) -> str | None:
+    """One line standing for dropped actions: their number range, how many they were and
+    what they did — earlier condensed lines count with every action they stood for, so the
+    counts always add up (``1–14. (14 earlier actions condensed …: 9 READ, 5 RAN)``) — and,
+    within ``max_chars``, the files they touched."""
+    low: int | None = None
+    high = 0
+    total = 0
+    verbs: Counter[str] = Counter()
+    for item in dropped:
+        rng = _RANGE_LINE_RE.match(item.text)
+        num = re.match(r"^\s*(\d+)\.\s+([A-Z_]+)?", item.text)
+        if rng:
+            a, b = int(rng.group(1)), int(rng.group(2))
+            size = b - a + 1
+            digest = item.text.split(":", 1)[1].split("; touched ", 1)[0] if ":" in item.text \
+                else ""
+            counted = {v: int(n) for n, v in _RANGE_COUNTS_RE.findall(digest)}
+            verbs.update(counted)
+            if size > sum(counted.values()):
+                verbs["other"] += size - sum(counted.values())
+        elif num:
+            a = b = int(num.group(1))
+            size = 1
+            verbs[num.group(2) or "other"] += 1
+        else:
+            continue
+        low = a if low is None else min(low, a)
+        high = max(high, b)
+        total += size
+    if low is None:
+        return None
+    digest = ", ".join(f"{n} {v}" for v, n in verbs.most_common() if v != "other")
+    if verbs.get("other"):
+        digest = f"{digest}, {verbs['other']} other" if digest else f"{verbs['other']} other"
+    action_word = "action" if total == 1 else "actions"
+    targets = _condensed_targets(dropped, max_chars) if max_chars > 0 else ""
+    touched = f"; touched {targets}" if targets else ""
+    return (f"{low}–{high}. ({total} earlier {action_word} condensed to fit the summary "
+            f"budget{': ' + digest if digest else ''}{touched})")
+
+
 def _assemble(fixed: dict[str, str], items: list[_Item], budget: int, focus: bool) -> str:
     fixed = {k: _escape_headings(v) for k, v in fixed.items()}
     for item in items:
@@ -995,21 +1136,16 @@ def _assemble(fixed: dict[str, str], items: list[_Item], budget: int, focus: boo
         by_section[item.section].append(item)
     needs = {s: sum(i.cost for i in by_section[s]) for s in _SHARES}
     if fixed_cost + sum(needs.values()) > budget:
-        reserve = 24  # room for the "condensed" line of Completed Actions
+        # room for the "condensed" line of Completed Actions and the targets it keeps
+        reserve = max(24, min(160, (budget - fixed_cost) // 10))
         alloc = _allocate(needs, budget - fixed_cost - reserve)
         for section in _SHARES:
             kept, dropped = _select(by_section[section], alloc[section])
             by_section[section] = kept
-            nums = sorted(int(m.group(1)) for i in dropped
-                          if section == "Completed Actions"
-                          and (m := re.match(r"^\s*(\d+)", i.text)))
-            if nums:
-                verbs = Counter(m.group(1) for i in dropped
-                                if (m := re.match(r"^\s*\d+\.\s+([A-Z_]+)\s", i.text)))
-                digest = ", ".join(f"{n} {v}" for v, n in verbs.most_common(6))
-                by_section[section].append(_Item(
-                    section, f"{nums[0]}–{nums[-1]}. ({len(nums)} earlier actions condensed to "
-                    f"fit the summary budget{': ' + digest if digest else ''})", 100, -1))
+            if section == "Completed Actions" and dropped:
+                condensed = _condense_actions(dropped, max_chars=reserve * 3)
+                if condensed:
+                    by_section[section].append(_Item(section, condensed, 100, -1))
     out: list[str] = []
     for section in SECTIONS:
         out.append(f"## {section}")

@@ -109,6 +109,9 @@ class Guards:
     """Consecutive compressions that used the fallback path (R-5.2)."""
     ineffective_count: int = 0
     """Consecutive compressions that saved < 10 % or were no-ops (R-5.2, R-6.7)."""
+    ineffective_tokens: int | None = None
+    """The window's tokens at the last ineffective attempt: anti-thrash re-arms once the
+    window has grown materially past it (:func:`hermes_host.guards.rearmed`)."""
 
     def as_guard_state(self, now: float) -> GuardState:
         """The hook-facing form, stamped with the host's clock."""
@@ -116,6 +119,7 @@ class Guards:
             cooldown_until=self.cooldown_until,
             fallback_streak=self.fallback_streak,
             ineffective_count=self.ineffective_count,
+            ineffective_tokens=self.ineffective_tokens,
             now=now,
         )
 

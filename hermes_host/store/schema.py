@@ -237,10 +237,17 @@ UPDATE messages SET seq = id;
 CREATE INDEX messages_order ON messages(session_id, seq);
 """
 
+_V4 = """
+-- The window's tokens at the last ineffective compression attempt: anti-thrash re-arms once
+-- the window has grown materially past it (hermes_host.guards.rearmed).
+ALTER TABLE sessions ADD COLUMN ineffective_tokens INTEGER;
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, messages, FTS5 (porter + trigram), compression_locks", _V1),
     Migration(2, "the trigram index catches up after bulk writes (trigram_progress)", _V2),
     Migration(3, "conversation ids across rotations; window order (seq) for rows kept once", _V3),
+    Migration(4, "sessions.ineffective_tokens: the window size anti-thrash re-arms from", _V4),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1].version

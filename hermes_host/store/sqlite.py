@@ -98,7 +98,7 @@ FROM sessions s
 _COPIED_ON_ROTATE = (
     "conversation_id, source, user_id, session_key, chat_id, chat_type, thread_id, model, "
     "model_config, system_prompt, cwd, goal, pinned, cooldown_until, fallback_streak, "
-    "ineffective_count"
+    "ineffective_count, ineffective_tokens"
 )
 _TITLE_NUMBER = re.compile(r"^(.*) #(\d+)$")
 _SET_TOKEN_COUNT = "UPDATE messages SET token_count = ? WHERE id = ?"  # fires no FTS trigger
@@ -375,7 +375,10 @@ class SQLiteStore:
             reasoning_tokens=row["reasoning_tokens"],
             cost_usd=row["cost_usd"],
             compression_count=row["compression_count"],
-            guards=Guards(row["cooldown_until"], row["fallback_streak"], row["ineffective_count"]),
+            guards=Guards(
+                row["cooldown_until"], row["fallback_streak"], row["ineffective_count"],
+                row["ineffective_tokens"],
+            ),
             message_count=row["message_count"],
             active_count=row["active_count"],
         )
@@ -816,26 +819,27 @@ class SQLiteStore:
         row = (
             self._conn()
             .execute(
-                "SELECT cooldown_until, fallback_streak, ineffective_count FROM sessions "
-                "WHERE id = ?",
+                "SELECT cooldown_until, fallback_streak, ineffective_count, ineffective_tokens "
+                "FROM sessions WHERE id = ?",
                 (session_id,),
             )
             .fetchone()
         )
         if row is None:
             raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
-        return Guards(row[0], row[1], row[2])
+        return Guards(row[0], row[1], row[2], row[3])
 
     @_errors("writing guards")
     def write_guards(self, session_id: str, guards: Guards) -> None:
         with self._tx() as conn:
             cur = conn.execute(
                 "UPDATE sessions SET cooldown_until = ?, fallback_streak = ?, "
-                "ineffective_count = ? WHERE id = ?",
+                "ineffective_count = ?, ineffective_tokens = ? WHERE id = ?",
                 (
                     guards.cooldown_until,
                     int(guards.fallback_streak),
                     int(guards.ineffective_count),
+                    None if guards.ineffective_tokens is None else int(guards.ineffective_tokens),
                     session_id,
                 ),
             )

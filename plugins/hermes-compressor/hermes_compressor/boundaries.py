@@ -35,6 +35,7 @@ __all__ = [
     "find_cut",
     "head_size",
     "is_actionable_user",
+    "short_session_cut",
 ]
 
 MIN_TAIL_MESSAGES = 3
@@ -130,3 +131,26 @@ def _bridge(messages: Sequence[Message], cut: int, head_end: int, users: list[in
         if messages[bridge].get("role") == "assistant" and bridge > head_end:
             return bridge
     return cut
+
+
+def short_session_cut(messages: Sequence[Message], head_end: int) -> tuple[int, int]:
+    """(head end, cut) for a window whose tail rules left no middle (R-6.7).
+
+    The tail is the last :data:`MIN_TAIL_MESSAGES` messages (aligned out of a tool-call
+    group, backwards first, else forwards); when the protected head then still meets the
+    tail, the head shrinks to the system prompt alone — a session with more than a head and
+    three tail messages always has something to compress.  Returns the inputs' ``head_end``
+    and a cut at or before it when even that leaves no middle."""
+    n = len(messages)
+    if n <= MIN_TAIL_MESSAGES:
+        return head_end, head_end
+    system = 1 if messages[0].get("role") == "system" else 0
+    for head in dict.fromkeys((head_end, system)):
+        cut = align_backward(messages, n - MIN_TAIL_MESSAGES, head)
+        if cut <= head:
+            cut = n - MIN_TAIL_MESSAGES
+            while cut < n and messages[cut].get("role") == "tool":
+                cut += 1
+        if head < cut < n:
+            return head, cut
+    return head_end, head_end

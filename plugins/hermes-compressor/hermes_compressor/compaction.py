@@ -40,7 +40,7 @@ from hermes_host.llm.base import (
     SummaryJob,
     TransientSummaryError,
 )
-from hermes_host.llm.offline import first_user_request
+from hermes_host.llm.offline import first_user_request, latest_user_request
 from hermes_host.messages import (
     check_invariants,
     normalize_alternation,
@@ -49,12 +49,14 @@ from hermes_host.messages import (
 )
 from hermes_host.models import CompressRequest, CompressResult, Message, SummaryOutcome
 from hermes_host.redact import redact, redact_messages
+from hermes_host.tokens import count_text
 
 from hermes_compressor.boundaries import (
     MIN_TAIL_MESSAGES,
     find_cut,
     head_size,
     is_actionable_user,
+    short_session_cut,
 )
 from hermes_compressor.micro import MicroBreaker, micro_summarize
 from hermes_compressor.options import EngineOptions
@@ -70,10 +72,12 @@ from hermes_compressor.prune import (
 from hermes_compressor.summary import (
     SKILL_MARKER_RE,
     SNAPSHOT,
+    ensure_latest_request,
     extract_previous,
     inject,
     postprocess,
     section_body,
+    strip_reasoning,
 )
 from hermes_compressor.trigger import tail_budget, threshold_tokens
 
@@ -147,6 +151,53 @@ def _snapshot_source(previous: str | None, middle: Sequence[Message]) -> str | N
     return text if len(text) <= 1500 else text[:1500] + "…"
 
 
+SUMMARY_WINDOW_SHARE = 0.05
+"""The summary may grow to this share of the context window (as in Hermes) …"""
+SUMMARY_FLOOR_TOKENS = 2000
+"""… and, on windows of :data:`FLOOR_FROM_WINDOW` tokens or more, never has a ceiling under
+this (Hermes' ``_MIN_SUMMARY_TOKENS``: on a 16K window 5 % is 800 tokens, too few to carry a
+long session's files and actions) …"""
+FLOOR_FROM_WINDOW = 16_000
+"""… while a smaller window keeps 5 %: there 2,000 tokens would be an eighth of it or more."""
+
+
+def summary_ceiling(
+    context_length: int, options: EngineOptions, *, emit_limit: int | None
+) -> int:
+    """The largest summary target: 5 % of the window, at least 2,000 tokens on a window of
+    16K or more, at most
+    ``max_summary_tokens`` — and, for an LLM summariser, within what it may emit in one
+    answer (``summarizer.max_tokens``).  The offline summariser has no output limit, so a
+    200K–1M window is not starved by a 4,096-token default meant for an LLM call."""
+    ceiling = int(context_length * SUMMARY_WINDOW_SHARE)
+    if context_length >= FLOOR_FROM_WINDOW:
+        ceiling = max(SUMMARY_FLOOR_TOKENS, ceiling)
+    ceiling = min(ceiling, options.max_summary_tokens)
+    if emit_limit is not None:
+        ceiling = min(ceiling, emit_limit)
+    return max(options.min_summary_tokens, ceiling)
+
+
+def _calls_llm(summarizers: Summarizers) -> bool:
+    """Whether the primary summariser is an LLM (one that cannot be built, e.g. for a missing
+    key, counts as one: its failure is handled where it is called)."""
+    try:
+        return bool(summarizers.primary().calls_llm)
+    except Exception:
+        return True
+
+
+def _previous_latest(previous: str | None) -> str | None:
+    """The newest request an earlier summary carried (its *Goal* line, else its snapshot)."""
+    if not previous:
+        return None
+    goal = section_body(previous, "## Goal") or ""
+    for line in goal.splitlines():
+        if line.startswith("Latest user request:"):
+            return line[len("Latest user request:"):].strip() or None
+    return None
+
+
 def compress_window(
     request: CompressRequest,
     *,
@@ -190,6 +241,11 @@ def compress_window(
         keep_last_turns=request.keep_last_turns,
     )
     min_tail = 1 if request.keep_last_turns is not None else MIN_TAIL_MESSAGES
+    if request.keep_last_turns is None and (cut <= head_end or len(work) - cut < min_tail):
+        # A short session whose budgeted tail (or protected head) covers everything: keep
+        # only the last MIN_TAIL_MESSAGES, as Hermes does, and let the head shrink to the
+        # system prompt when the extra protected messages would leave no middle.
+        head_end, cut = short_session_cut(work, head_end)
     if cut <= head_end or len(work) - cut < min_tail:
         # R-6.7: head + >=3 tail + >=1 middle, else an ineffective no-op.
         return unchanged("noop", "too few messages to compress (head + 3 tail + 1 middle)")
@@ -222,20 +278,20 @@ def compress_window(
     head, middle, tail = work[:head_end], work[head_end:cut], work[cut:]
 
     middle_tokens = sum(count(m) for m in middle)
-    max_summary = max(
-        options.min_summary_tokens,
-        min(
-            options.max_summary_tokens,
-            request.summarizer.max_tokens,
-            int(request.context_length * 0.05),
-        ),
+    max_summary = summary_ceiling(
+        request.context_length,
+        options,
+        emit_limit=request.summarizer.max_tokens if _calls_llm(summarizers) else None,
     )
+    # An update round re-states the previous summary and adds the new turns' share: a
+    # budget of the new turns alone would squeeze the carried facts a little more each round.
+    carried = count_text(previous) if previous else 0
     summary_budget = max(
         min(options.min_summary_tokens, max_summary),
-        min(max_summary, int(middle_tokens * options.summary_ratio)),
+        min(max_summary, carried + int(middle_tokens * options.summary_ratio)),
     )
     unattended = not any(is_actionable_user(m) for m in work)
-    clean_middle = redact_messages(middle)
+    clean_middle = redact_messages(strip_reasoning(middle))
     prompt = build_prompt(
         clean_middle,
         previous_summary=previous,
@@ -279,6 +335,10 @@ def compress_window(
         ]
     )
     snapshot = _snapshot_source(previous, clean_middle)
+    # the newest real request must survive verbatim: in the tail, or in the summary
+    latest = None if latest_user_request(tail) else (
+        latest_user_request(clean_middle) or _previous_latest(previous)
+    )
     max_chars = max_summary * 4 * 2
 
     def finish(
@@ -296,6 +356,7 @@ def compress_window(
             max_chars=max_chars,
             seen_text=seen,
         )
+        body = ensure_latest_request(body, latest)
         continuation = not any(is_actionable_user(m) for m in [*head, *tail])
         window = inject(head, body, tail, continuation=continuation)
         window, fixes = repair_tool_pairs(window)  # R-6.9: the last line of defence

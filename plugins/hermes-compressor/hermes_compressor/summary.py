@@ -40,9 +40,11 @@ __all__ = [
     "Extracted",
     "check_provenance",
     "choose_role",
+    "ensure_latest_request",
     "extract_previous",
     "inject",
     "postprocess",
+    "strip_reasoning",
     "section_body",
     "summary_text",
 ]
@@ -55,8 +57,18 @@ CONTINUATION_TEXT = (
     "Continue from the compressed conversation context above. This marker exists because no "
     "human user turn was available."
 )
-_THINK_RE = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>\s*", re.DOTALL | re.IGNORECASE)
-_UNCLOSED_THINK_RE = re.compile(r"^\s*<think(?:ing)?>.*?(?=^## )", re.DOTALL | re.MULTILINE)
+_THINK_RE = re.compile(
+    r"<(think|thinking|reasoning)>.*?</\1>\s*", re.DOTALL | re.IGNORECASE
+)
+_UNCLOSED_THINK_RE = re.compile(
+    r"^\s*<(?:think|thinking|reasoning)>.*?(?=^## )", re.DOTALL | re.MULTILINE | re.IGNORECASE
+)
+_UNCLOSED_INPUT_THINK_RE = re.compile(
+    r"\s*<(?:think|thinking|reasoning)>(?!.*</(?:think|thinking|reasoning)>).*",
+    re.DOTALL | re.IGNORECASE,
+)
+GOAL = "## Goal"
+LATEST_REQUEST_LABEL = "Latest user request:"
 _SECTION_RE = re.compile(r"^## [^\n]*$", re.MULTILINE)
 SNAPSHOT = "## Historical Task Snapshot"
 RELEVANT_FILES = "## Relevant Files"
@@ -138,6 +150,87 @@ def _replace_section(summary: str, title: str, body: str) -> str:
     return f"{summary[:after]}\n{body}\n\n{summary[end:]}".rstrip()
 
 
+def _strip_echoed_prefix(text: str) -> str:
+    """A summariser that echoes :data:`SUMMARY_PREFIX` or starts with the legacy
+    ``[CONTEXT SUMMARY]:`` would carry it into the block (where the host adds the prefix
+    again): drop every leading copy, and an echoed end marker."""
+    while True:
+        stripped = text.lstrip()
+        for prefix in (SUMMARY_PREFIX, LEGACY_SUMMARY_PREFIX):
+            if stripped.startswith(prefix):
+                text = stripped[len(prefix):]
+                break
+        else:
+            break
+    text = text.strip()
+    if text.endswith(SUMMARY_END_MARKER):
+        text = text[: -len(SUMMARY_END_MARKER)].rstrip()
+    return text
+
+
+def strip_reasoning(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` with ``<think>`` / ``<thinking>`` / ``<reasoning>`` blocks removed from
+    assistant text (an unclosed block runs to the end of the text), so a model's
+    private reasoning never reaches the summariser's prompt (R-6.11).  Unchanged messages are
+    returned as they are; changed ones are new dicts."""
+    out: list[Message] = []
+    for message in messages:
+        content = message.get("content")
+        if message.get("role") != "assistant" or not content:
+            out.append(message)
+            continue
+        if isinstance(content, str):
+            cleaned: Any = _strip_think_text(content)
+        elif isinstance(content, list):
+            cleaned = [
+                {**part, "text": _strip_think_text(part["text"])}
+                if isinstance(part, dict) and isinstance(part.get("text"), str)
+                else part
+                for part in content
+            ]
+        else:
+            cleaned = content
+        out.append(message if cleaned == content else {**message, "content": cleaned})
+    return out
+
+
+def _strip_think_text(text: str) -> str:
+    if "<" not in text:
+        return text
+    return _UNCLOSED_INPUT_THINK_RE.sub("", _THINK_RE.sub("", text))
+
+
+def ensure_latest_request(summary: str, latest: str | None, *, limit: int = 1500) -> str:
+    """``summary`` with the newest real user request in it verbatim (its first ``limit``
+    characters): when no section quotes it, *Goal* gains a ``Latest user request:`` line —
+    the request must survive compression word for word, whatever the summariser wrote."""
+    if not latest:
+        return summary
+    latest = redact(latest.strip())
+    if len(latest) > limit:
+        latest = latest[:limit]
+        if latest in summary:
+            return summary
+        latest += "…"
+    if not latest or latest in summary:
+        return summary
+    goal = section_body(summary, GOAL)
+    line = f"{LATEST_REQUEST_LABEL} {latest}"
+    if goal is None:
+        return _insert_after_snapshot(summary, f"{GOAL}\n{line}")
+    kept = [g for g in goal.splitlines() if not g.startswith(LATEST_REQUEST_LABEL)]
+    return _replace_section(summary, GOAL, "\n".join([*kept, line]).strip())
+
+
+def _insert_after_snapshot(summary: str, block: str) -> str:
+    start = summary.find(SNAPSHOT)
+    if start < 0:
+        return f"{block}\n\n{summary}".strip()
+    nxt = _SECTION_RE.search(summary, start + len(SNAPSHOT))
+    end = nxt.start() if nxt else len(summary)
+    return f"{summary[:end].rstrip()}\n\n{block}\n\n{summary[end:]}".rstrip()
+
+
 def _norm(text: str) -> str:
     return " ".join(text.replace(">", " ").replace('"', " ").split()).lower()
 
@@ -183,6 +276,7 @@ def postprocess(
     """
     text = _THINK_RE.sub("", raw)
     text = _UNCLOSED_THINK_RE.sub("", text).strip()
+    text = _strip_echoed_prefix(text)
     text = redact(text)
     if len(text) > max_chars:
         text = text[:max_chars].rstrip() + "\n…[summary truncated to its size limit]"
