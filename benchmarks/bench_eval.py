@@ -12,7 +12,9 @@ Run: ``python benchmarks/bench_eval.py``.  Prints one markdown section to stdout
    and compressor + retrieval with ``names_index: false``: needed-later recall (median and
    pooled), in-context recall, recall per 1,000 request tokens, precision, recall after the
    1st/5th/10th/25th compression, tokens per call against the compressor, violations, and
-   the issue's targets beside the measured figures (several minutes on a loaded 2-core box).
+   the issue's targets beside the measured figures (about 10 minutes wall, 2.5 minutes CPU,
+   on the shared 2-core machine; retrieval's figures move a little with load, as it stops
+   searching at its time budget).
 
 Every engine set of one table runs at the same context length (the same visible budget).
 Transcripts come from ``$HERMES_HOST_TRANSCRIPTS`` (default ``../shared/data/transcripts``).

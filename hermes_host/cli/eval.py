@@ -153,13 +153,11 @@ _AFTER_COLUMNS = tuple(f"after {n}." for n in AFTER_NTH)
 
 
 def _table(title: str, columns: tuple[str, ...], names: int) -> Table:
-    """A table whose first ``names`` columns are names (left, folded, never cut short)."""
+    """A table whose first ``names`` columns are names (left-aligned); on a narrow terminal
+    every cell and heading wraps instead of being cut short with an ellipsis."""
     table = Table(title=title)
     for i, column in enumerate(columns):
-        if i < names:
-            table.add_column(column, justify="left", overflow="fold")
-        else:
-            table.add_column(column, justify="right")
+        table.add_column(column, justify="left" if i < names else "right", overflow="fold")
     return table
 
 
