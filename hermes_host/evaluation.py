@@ -8,13 +8,20 @@ Two parts, kept apart so each can be tested on its own:
   transcript's messages and, for each compression point, the request the model received right
   after it, and measures **needed-later recall**: of the artifacts that appeared before the
   compression point *and are used again after it*, the share visible in that request.
-  Artifacts of the system prompt are left out (they are never at risk).
+  Artifacts of the system prompt are left out (they are never at risk).  Beside it, so that
+  a dump of every name ever seen cannot score like real context: **in-context recall** (a
+  needed artifact counts only where it occurs outside a *bare list* of names,
+  :func:`artifact_in_context`), **recall per 1,000 tokens** of the request (in-context
+  recall ÷ request tokens / 1000), **precision** (of the history artifacts visible in the
+  request, the share needed later) and recall **after the 1st/5th/10th/25th compression**
+  (:data:`AFTER_NTH`).
 * **The driver** (:func:`evaluate`): replays each transcript with each *engine set* through a
   real :class:`~hermes_host.host.ContextHost` (its own temporary SQLite store, the real fence,
   the configured engines) using the replay driver of ``hermes-host replay`` unchanged, and
   records every request the host builds.  It reports per transcript and engine set: model
   calls, tokens sent per call, auxiliary LLM calls, compressions, invariant violations and
-  needed-later recall.
+  the measures above; :func:`summarise_runs` gives medians over transcripts and pooled
+  figures (all needed artifacts of all transcripts together).
 
 An engine set is written ``compressor+topic_router+retrieval``: the first name answers the
 lifecycle hooks (``context.engine``); the others form the ``select_context`` chain, in order.
@@ -22,6 +29,7 @@ lifecycle hooks (``context.engine``); the others form the ``select_context`` cha
 
 from __future__ import annotations
 
+import bisect
 import re
 import statistics
 import tempfile
@@ -37,9 +45,12 @@ from hermes_host.models import Message
 from hermes_host.tokens import count_messages
 
 __all__ = [
+    "AFTER_NTH",
+    "BARE_LIST_MIN",
     "EngineSet",
     "EvalRun",
     "PointRecall",
+    "artifact_in_context",
     "artifact_visible",
     "check_engine_sets",
     "evaluate",
@@ -83,20 +94,16 @@ _ARTIFACT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 _MIN_LEN = 4
 
 
-def extract_artifacts(text: str) -> set[str]:
-    """The artifacts of ``text`` (see the module docstring), exactly as written.
-
-    Paths lose a leading ``./``; URLs lose trailing punctuation; anything shorter than four
-    characters is ignored (``a_b`` is not a fact worth remembering).
-    """
-    found: set[str] = set()
+def _artifact_spans(text: str) -> list[tuple[int, int, str]]:
+    """``(start, end, artifact)`` of every artifact occurrence of ``text``, in text order."""
+    spans: list[tuple[int, int, str]] = []
     if not text:
-        return found
-    claimed: list[tuple[int, int]] = []
+        return spans
+    claimed = bytearray(len(text))
     for kind, pattern in _ARTIFACT_PATTERNS:
         for match in pattern.finditer(text):
             start, end = match.span()
-            if any(s < end and start < e for s, e in claimed):
+            if claimed.find(1, start, end) >= 0:
                 continue
             value = match.group(0)
             if kind == "url":
@@ -105,9 +112,19 @@ def extract_artifacts(text: str) -> set[str]:
                 value = value[2:]
             if len(value) < _MIN_LEN:
                 continue
-            claimed.append((start, end))
-            found.add(value)
-    return found
+            claimed[start:end] = b"\x01" * (end - start)
+            spans.append((start, end, value))
+    spans.sort()
+    return spans
+
+
+def extract_artifacts(text: str) -> set[str]:
+    """The artifacts of ``text`` (see the module docstring), exactly as written.
+
+    Paths lose a leading ``./``; URLs lose trailing punctuation; anything shorter than four
+    characters is ignored (``a_b`` is not a fact worth remembering).
+    """
+    return {value for _, _, value in _artifact_spans(text)}
 
 
 def message_text(message: Message) -> str:
@@ -120,31 +137,117 @@ def message_text(message: Message) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def _whole_token(artifact: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![A-Za-z0-9_])" + re.escape(artifact) + r"(?![A-Za-z0-9_])")
+
+
 def artifact_visible(artifact: str, text: str) -> bool:
     """True when ``artifact`` occurs in ``text`` as a whole token (a path may be the tail of a
     longer path: ``repomap.py`` is visible in ``aider/repomap.py``)."""
     start = text.find(artifact)
     if start < 0:
         return False
-    pattern = re.compile(r"(?<![A-Za-z0-9_])" + re.escape(artifact) + r"(?![A-Za-z0-9_])")
-    return pattern.search(text, start) is not None
+    return _whole_token(artifact).search(text, start) is not None
+
+
+_WORD_PIECE = re.compile(r"[A-Za-z0-9_]+")
+
+
+def _visible(candidates: Iterable[str], text: str) -> set[str]:
+    """``{a for a in candidates if artifact_visible(a, text)}``, fast for many candidates.
+
+    A whole-token occurrence makes every ``[A-Za-z0-9_]`` run of the artifact a whole run of
+    the text, so a candidate with a run the text lacks is skipped without a search."""
+    pieces = set(_WORD_PIECE.findall(text))
+    return {
+        a for a in candidates
+        if all(p in pieces for p in _WORD_PIECE.findall(a)) and artifact_visible(a, text)
+    }
+
+
+# A names list: artifacts with only list punctuation (or "and" / "or") between them.
+_LIST_GAP = re.compile(r"(?:[\s,;|\"'`*•·.\d\-]|\band\b|\bor\b)*", re.IGNORECASE)
+BARE_LIST_MIN = 4
+"""Artifacts in a row, with nothing but list punctuation between them, that make a bare list."""
+
+
+def _bare_spans(text: str) -> list[tuple[int, int]]:
+    """The spans of ``text``'s artifact occurrences that stand in a *bare list*: a run of at
+    least :data:`BARE_LIST_MIN` artifacts separated only by whitespace, ``, ; |``, quotes,
+    bullets, digits, dots, hyphens and the words "and" / "or" — a names dump, an index of
+    names, an ``ls`` listing.  Sorted by start."""
+    spans = _artifact_spans(text)
+    bare: list[tuple[int, int]] = []
+    run: list[tuple[int, int]] = []
+    for start, end, _ in spans:
+        if run and _LIST_GAP.fullmatch(text, run[-1][1], start) is None:
+            if len(run) >= BARE_LIST_MIN:
+                bare.extend(run)
+            run = []
+        run.append((start, end))
+    if len(run) >= BARE_LIST_MIN:
+        bare.extend(run)
+    return bare
+
+
+def _in_context(candidates: Iterable[str], text: str) -> set[str]:
+    """The candidates (already known visible in ``text``) with at least one whole-token
+    occurrence outside a bare list (:func:`_bare_spans`)."""
+    bare = _bare_spans(text)
+    starts = [s for s, _ in bare]
+    found: set[str] = set()
+    for artifact in candidates:
+        for match in _whole_token(artifact).finditer(text):
+            at = bisect.bisect_right(starts, match.start()) - 1
+            if at < 0 or match.end() > bare[at][1]:
+                found.add(artifact)
+                break
+    return found
+
+
+def artifact_in_context(artifact: str, text: str) -> bool:
+    """True when ``artifact`` is visible in ``text`` (:func:`artifact_visible`) at least once
+    outside a bare list of names: ``"src/app.py fails on import"`` shows ``src/app.py`` in
+    context, ``"a.py, b.py, c.py, src/app.py"`` only lists it."""
+    return artifact_visible(artifact, text) and bool(_in_context([artifact], text))
 
 
 @dataclass
 class PointRecall:
-    """Needed-later recall at one compression point."""
+    """Needed-later recall, precision and size of the request at one compression point."""
 
     point: int
     """Messages of the transcript (system prompt excluded) added before the compression."""
     request_at: int
     """Messages added when the request right after the compression was built."""
     needed: int
+    """Artifacts of the messages before the point used again after it (system prompt's out)."""
     visible: int
+    """Needed artifacts occurring anywhere in the request."""
     missing_examples: list[str] = field(default_factory=list)
+    in_context: int = 0
+    """Needed artifacts occurring in the request at least once outside a bare list."""
+    listed: int = 0
+    """History artifacts (of the messages before the point, system prompt's out) occurring
+    anywhere in the request, needed later or not."""
+    tokens: int = 0
+    """Tokens of the request."""
 
     @property
     def recall(self) -> float | None:
         return self.visible / self.needed if self.needed else None
+
+    @property
+    def in_context_recall(self) -> float | None:
+        return self.in_context / self.needed if self.needed else None
+
+    @property
+    def precision(self) -> float | None:
+        return self.visible / self.listed if self.listed else None
+
+    @property
+    def recall_per_1k_tokens(self) -> float | None:
+        return _per_1k([self])
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -152,8 +255,14 @@ class PointRecall:
             "request_at": self.request_at,
             "needed": self.needed,
             "visible": self.visible,
-            "recall": None if self.recall is None else round(self.recall, 4),
+            "recall": _round(self.recall),
             "missing_examples": self.missing_examples,
+            "in_context": self.in_context,
+            "in_context_recall": _round(self.in_context_recall),
+            "listed": self.listed,
+            "precision": _round(self.precision),
+            "tokens": self.tokens,
+            "recall_per_1k_tokens": _round(self.recall_per_1k_tokens),
         }
 
 
@@ -168,7 +277,9 @@ def needed_later_recall(
     the compression; ``request`` is the message list the model received right after it.
 
     needed = artifacts of ``messages[:point]`` that occur again in ``messages[point:]``,
-    minus the system prompt's; visible = those that occur in ``request``.
+    minus the system prompt's; visible = those that occur in ``request``; in_context = those
+    that occur there outside a bare list; listed = artifacts of ``messages[:point]`` (system
+    prompt's out) that occur in ``request``; tokens = the request's tokens.
     """
     per_message = [extract_artifacts(message_text(m)) for m in messages]
     fixed = extract_artifacts(system_prompt)
@@ -178,18 +289,58 @@ def needed_later_recall(
     results: list[PointRecall] = []
     for point, request in points:
         point = max(0, min(point, len(per_message)))
-        before: set[str] = set().union(*per_message[:point]) if point else set()
-        needed = (before & suffix[point]) - fixed
+        before: set[str] = set().union(*per_message[:point]) - fixed if point else set()
+        needed = before & suffix[point]
         text = "\n".join(message_text(m) for m in request)
-        visible = {a for a in needed if artifact_visible(a, text)}
+        listed = _visible(before, text)
+        visible = listed & needed
         missing = sorted(needed - visible)[:examples]
-        results.append(PointRecall(point, point, len(needed), len(visible), missing))
+        results.append(PointRecall(
+            point, point, len(needed), len(visible), missing,
+            in_context=len(_in_context(visible, text)),
+            listed=len(listed),
+            tokens=count_messages(request),
+        ))
     return results
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
 
 
 def _ratio(points: Sequence[PointRecall]) -> float | None:
     needed = sum(p.needed for p in points)
     return sum(p.visible for p in points) / needed if needed else None
+
+
+def _in_context_ratio(points: Sequence[PointRecall]) -> float | None:
+    needed = sum(p.needed for p in points)
+    return sum(p.in_context for p in points) / needed if needed else None
+
+
+def _precision(points: Sequence[PointRecall]) -> float | None:
+    listed = sum(p.listed for p in points)
+    return sum(p.visible for p in points) / listed if listed else None
+
+
+def _per_1k(points: Sequence[PointRecall]) -> float | None:
+    """In-context recall of ``points`` (pooled) per 1,000 tokens of their mean request;
+    points that need nothing are left out."""
+    needy = [p for p in points if p.needed]
+    recall = _in_context_ratio(needy)
+    tokens = sum(p.tokens for p in needy) / len(needy) if needy else 0
+    return None if recall is None or not tokens else recall * 1000 / tokens
+
+
+AFTER_NTH = (1, 5, 10, 25)
+"""The compressions after which recall is reported on its own (1st, 5th, 10th, 25th)."""
+
+
+def _nth(points: Sequence[PointRecall], n: int) -> PointRecall | None:
+    """The point of the ``n``-th committed compression (1-based), if it needs anything."""
+    return points[n - 1] if len(points) >= n and points[n - 1].needed else None
+
+
 
 
 # --- engine sets -----------------------------------------------------------------------------
@@ -264,6 +415,23 @@ class EvalRun:
         return _ratio(self.points)
 
     @property
+    def in_context_recall(self) -> float | None:
+        return _in_context_ratio(self.points)
+
+    @property
+    def precision(self) -> float | None:
+        return _precision(self.points)
+
+    @property
+    def recall_per_1k_tokens(self) -> float | None:
+        return _per_1k(self.points)
+
+    def recall_after(self, n: int) -> float | None:
+        """Needed-later recall right after the ``n``-th committed compression (1-based)."""
+        point = _nth(self.points, n)
+        return None if point is None else point.recall
+
+    @property
     def mean_tokens(self) -> float:
         return statistics.fmean(self.tokens_per_call) if self.tokens_per_call else 0.0
 
@@ -287,6 +455,17 @@ class EvalRun:
             "compression_attempts": self.compression_attempts,
             "invariant_violations": self.invariant_violations,
             "needed_later_recall": None if self.recall is None else round(self.recall, 4),
+            "in_context_recall": _round(self.in_context_recall),
+            "precision": _round(self.precision),
+            "recall_per_1k_tokens": _round(self.recall_per_1k_tokens),
+            "recall_after_compression": {
+                str(n): _round(self.recall_after(n)) for n in AFTER_NTH
+            },
+            "in_context_recall_after_compression": {
+                str(n): _round(None if (p := _nth(self.points, n)) is None
+                               else p.in_context_recall)
+                for n in AFTER_NTH
+            },
             "recall_points": [p.as_dict() for p in self.points],
             "select_adopted": self.select_engines,
             "seconds": round(self.seconds, 2),
@@ -406,25 +585,52 @@ def evaluate(
     return runs
 
 
+def _median(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return round(statistics.median(present), 4) if present else None
+
+
+def _after_nth(runs: Sequence[EvalRun], n: int) -> dict[str, Any]:
+    """Recall right after the ``n``-th compression, over the runs that reached it: pooled
+    (all their needed artifacts at that compression together), median, and the same runs'
+    pooled recall after their 1st compression (a like-for-like baseline for the decay)."""
+    reached = [(r, p) for r in runs if (p := _nth(r.points, n)) is not None]
+    points = [p for _, p in reached]
+    firsts = [f for r, _ in reached if (f := _nth(r.points, 1)) is not None]
+    return {
+        "transcripts": len(reached),
+        "pooled_recall": _round(_ratio(points)),
+        "median_recall": _median(p.recall for p in points),
+        "pooled_in_context_recall": _round(_in_context_ratio(points)),
+        "pooled_recall_after_1st_same_transcripts": _round(_ratio(firsts)),
+    }
+
+
 def summarise_runs(runs: Sequence[EvalRun]) -> dict[str, dict[str, Any]]:
     """Per engine set, over all transcripts: median and mean of the per-transcript recall
-    (transcripts without a compression point that needs anything are left out), mean tokens
-    per model call, and totals."""
+    (transcripts without a compression point that needs anything are left out), the pooled
+    recall (all needed artifacts of all transcripts together), the same for in-context
+    recall, precision and recall per 1,000 tokens, recall after the 1st/5th/10th/25th
+    compression, mean tokens per model call, and totals."""
     out: dict[str, dict[str, Any]] = {}
     for label in dict.fromkeys(r.engines for r in runs):
         mine = [r for r in runs if r.engines == label]
         recalls = [r.recall for r in mine if r.recall is not None]
         calls = [t for r in mine for t in r.tokens_per_call]
+        points = [p for r in mine for p in r.points]
         out[label] = {
             "transcripts": len(mine),
             "transcripts_with_recall": len(recalls),
             "median_needed_later_recall": round(statistics.median(recalls), 4) if recalls else None,
             "mean_needed_later_recall": round(statistics.fmean(recalls), 4) if recalls else None,
-            "pooled_needed_later_recall": (
-                None
-                if (pooled := _ratio([p for r in mine for p in r.points])) is None
-                else round(pooled, 4)
-            ),
+            "pooled_needed_later_recall": _round(_ratio(points)),
+            "median_in_context_recall": _median(r.in_context_recall for r in mine),
+            "pooled_in_context_recall": _round(_in_context_ratio(points)),
+            "median_precision": _median(r.precision for r in mine),
+            "pooled_precision": _round(_precision(points)),
+            "median_recall_per_1k_tokens": _median(r.recall_per_1k_tokens for r in mine),
+            "pooled_recall_per_1k_tokens": _round(_per_1k(points)),
+            "recall_after_compression": {str(n): _after_nth(mine, n) for n in AFTER_NTH},
             "model_calls": sum(r.model_calls for r in mine),
             "mean_tokens_per_call": round(statistics.fmean(calls), 1) if calls else 0.0,
             "mean_tokens_per_turn": (

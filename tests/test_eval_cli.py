@@ -71,11 +71,25 @@ def test_eval_json_compares_engine_sets_on_one_budget(tmp_path: Path):
         )
     assert base["compressions"] == retrieval["compressions"]
     assert retrieval["needed_later_recall"] > base["needed_later_recall"]
+    # issue 14's measures beside the old key: retrieval's gain here comes from its names
+    # index, a bare list, so in-context recall shows less of it than needed-later recall
+    for run in (base, retrieval):
+        assert 0 <= run["in_context_recall"] <= run["needed_later_recall"]
+        assert 0 < run["precision"] <= 1 and run["recall_per_1k_tokens"] > 0
+        assert set(run["recall_after_compression"]) == {"1", "5", "10", "25"}
+        assert run["recall_after_compression"]["1"] == run["recall_points"][0]["recall"]
+        assert all(p["tokens"] > 0 and p["listed"] >= p["visible"] >= p["in_context"]
+                   for p in run["recall_points"])
+    assert retrieval["in_context_recall"] < retrieval["needed_later_recall"]
     assert retrieval["select_adopted"].get("retrieval", 0) >= 1
     overall = report["overall"]
     assert overall["compressor+retrieval"]["median_needed_later_recall"] == (
         retrieval["needed_later_recall"]
     )
+    pooled = overall["compressor"]
+    assert pooled["pooled_in_context_recall"] == base["in_context_recall"]  # one transcript
+    assert pooled["pooled_precision"] == base["precision"]
+    assert pooled["recall_after_compression"]["1"]["transcripts"] == 1
     assert "eval session.jsonl [compressor]" in proc.stderr
     assert not list(tmp_path.glob("*.db")), "eval stores are temporary"
 
@@ -87,6 +101,8 @@ def test_eval_table_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
                      "--context-length", "5000", home=tmp_path, monkeypatch=monkeypatch)
     assert result.exit_code == 0, result.stderr
     assert "compressor+topic_router" in result.stdout and "overall" in result.stdout
+    for heading in ("recall measures per transcript", "overall recall measures"):
+        assert heading in result.stdout
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,9 @@
 Every transcript is replayed with every engine set through a real host (a fresh temporary
 store each, the real fence, the installed engines), and the command reports per transcript
 and overall: model calls, tokens sent per call, auxiliary LLM calls, compressions, invariant
-violations and needed-later recall (see ``docs/evaluation.md``).  Progress goes to stderr;
-the table, or with ``--json`` exactly one JSON object, to stdout.
+violations, needed-later recall, in-context recall, recall per 1,000 request tokens,
+precision and recall after the 1st/5th/10th/25th compression (see ``docs/evaluation.md``).
+Progress goes to stderr; the table, or with ``--json`` exactly one JSON object, to stdout.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from rich.table import Table
 
 from hermes_host.config import ConfigError, HermesConfig
 from hermes_host.evaluation import (
+    AFTER_NTH,
     EngineSet,
     EvalRun,
     check_engine_sets,
@@ -86,7 +88,10 @@ def eval_cmd(
 
     Needed-later recall: of the artifacts (file paths, snake_case/CamelCase identifiers,
     error class names, URLs, hex ids) that appeared before a compression and are used again
-    after it, the share visible in the request right after the compression.
+    after it, the share visible in the request right after the compression.  Beside it:
+    in-context recall (only occurrences outside a bare list of names count), recall per
+    1,000 request tokens, precision (share of the history artifacts in the request that are
+    needed later) and recall after the 1st/5th/10th/25th compression; see docs/evaluation.md.
     """
     config, _ = load_config_or_fail(config_path)
     config = with_context_length(config, context_length)
@@ -135,12 +140,35 @@ def eval_cmd(
     _print(runs, overall, report)
 
 
+def _fmt_per_1k(value: float | None) -> str:
+    # rounded to 4 places first, as in the JSON, so the table and the overall row agree
+    return "—" if value is None else f"{round(value, 4):.3f}"
+
+
+def _after(values: dict[str, float | None]) -> list[str]:
+    return [_fmt_recall(values[str(n)]) for n in AFTER_NTH]
+
+
+_AFTER_COLUMNS = tuple(f"after {n}." for n in AFTER_NTH)
+
+
+def _table(title: str, columns: tuple[str, ...], names: int) -> Table:
+    """A table whose first ``names`` columns are names (left-aligned); on a narrow terminal
+    every cell and heading wraps instead of being cut short with an ellipsis."""
+    table = Table(title=title)
+    for i, column in enumerate(columns):
+        table.add_column(column, justify="left" if i < names else "right", overflow="fold")
+    return table
+
+
 def _print(runs: list[EvalRun], overall: dict[str, dict[str, Any]], report: dict[str, Any]) -> None:
     out = console()
-    table = Table(title=f"hermes-host eval (context length {report['context_length']:,})")
-    for column in ("transcript", "engines", "calls", "tokens/call", "compressions",
-                   "aux LLM", "recall", "needed", "violations"):
-        table.add_column(column, justify="left" if column in ("transcript", "engines") else "right")
+    table = _table(
+        f"hermes-host eval (context length {report['context_length']:,})",
+        ("transcript", "engines", "calls", "tokens/call", "compressions", "aux LLM", "recall",
+         "needed", "violations"),
+        2,
+    )
     for run in runs:
         table.add_row(
             run.transcript,
@@ -154,10 +182,29 @@ def _print(runs: list[EvalRun], overall: dict[str, dict[str, Any]], report: dict
             str(run.invariant_violations),
         )
     out.print(table)
-    summary = Table(title="overall")
-    for column in ("engines", "transcripts with recall", "median recall", "mean recall",
-                   "tokens/call", "calls", "compressions", "aux LLM", "violations"):
-        summary.add_column(column, justify="left" if column == "engines" else "right")
+    measures = _table(
+        "recall measures per transcript",
+        ("transcript", "engines", "recall", "in context", "per 1K tok", "precision",
+         *_AFTER_COLUMNS),
+        2,
+    )
+    for run in runs:
+        measures.add_row(
+            run.transcript,
+            run.engines,
+            _fmt_recall(run.recall),
+            _fmt_recall(run.in_context_recall),
+            _fmt_per_1k(run.recall_per_1k_tokens),
+            _fmt_recall(run.precision),
+            *_after({str(n): run.recall_after(n) for n in AFTER_NTH}),
+        )
+    out.print(measures)
+    summary = _table(
+        "overall",
+        ("engines", "transcripts with recall", "median recall", "mean recall", "tokens/call",
+         "calls", "compressions", "aux LLM", "violations"),
+        1,
+    )
     for label, row in overall.items():
         summary.add_row(
             label,
@@ -171,3 +218,24 @@ def _print(runs: list[EvalRun], overall: dict[str, dict[str, Any]], report: dict
             str(row["invariant_violations"]),
         )
     out.print(summary)
+    pooled = _table(
+        "overall recall measures: median over transcripts / pooled (all needed artifacts "
+        "together); after the n-th compression: pooled over the n transcripts reaching it",
+        ("engines", "recall", "in context", "per 1K tok", "precision", *_AFTER_COLUMNS),
+        1,
+    )
+    for label, row in overall.items():
+        after = row["recall_after_compression"]
+        pooled.add_row(
+            label,
+            f"{_fmt_recall(row['median_needed_later_recall'])} / "
+            f"{_fmt_recall(row['pooled_needed_later_recall'])}",
+            f"{_fmt_recall(row['median_in_context_recall'])} / "
+            f"{_fmt_recall(row['pooled_in_context_recall'])}",
+            f"{_fmt_per_1k(row['median_recall_per_1k_tokens'])} / "
+            f"{_fmt_per_1k(row['pooled_recall_per_1k_tokens'])}",
+            f"{_fmt_recall(row['median_precision'])} / {_fmt_recall(row['pooled_precision'])}",
+            *(f"{_fmt_recall(a['pooled_recall'])} (n={a['transcripts']})"
+              for a in after.values()),
+        )
+    out.print(pooled)
