@@ -137,6 +137,17 @@ class ModelSection(_Section):
     name: str = "claude-sonnet-4-5"
     context_length: int = Field(200_000, gt=0)
     max_output_tokens: int = Field(8192, ge=0)
+    # the chat model's provider and endpoint (hermes-host chat); see docs/openai.md
+    provider: str = Field("anthropic", pattern=r"^[a-z][a-z0-9_.-]*$",
+                          description="Model provider for hermes-host chat: anthropic, openai…")
+    base_url: str | None = Field(None, description="Endpoint (default: the provider's).")
+    api_key_env: str | None = Field(
+        None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="Name of the variable holding the key (default: the provider's own).",
+    )
+    timeout_seconds: float = Field(600.0, gt=0)
+    max_retries: int = Field(2, ge=0)
+    headers: dict[str, str] = Field(default_factory=dict, description="Extra HTTP headers.")
 
 
 class SessionResetSection(_Section):

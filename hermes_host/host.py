@@ -77,7 +77,7 @@ from hermes_host.store import (
     WindowMarker,
     open_store,
 )
-from hermes_host.tokens import RunningTotal, TokenCounter
+from hermes_host.tokens import RunningTotal, TokenCounter, encoding_info
 
 __all__ = [
     "COMPACTED_MARKER",
@@ -212,7 +212,7 @@ class ContextHost:
         self.store = store
         self.plugins = plugins
         self.runner = HookRunner(plugins.pm, config.hooks)
-        self.tokens = TokenCounter()
+        self.tokens = TokenCounter(model=config.model.name)  # the encoding fits the model
         self._owns_store = owns_store
         self._owned_plugins: list[object] = []
 
@@ -1080,6 +1080,7 @@ class Session:
             "engines": {hook: host.chain(hook) for hook in ("should_compress", "compress",
                                                             "select_context")},
             "memory_providers": host.providers,
+            "tokenizer": encoding_info(model.name),
         }
 
     def undo(self, turns: int = 1) -> int:

@@ -83,17 +83,30 @@ class CompressionSettings(_Model):
 class SummarizerSettings(_Model):
     """The user's ``summarizer:`` section: which auxiliary LLM writes summaries (R-14.7).
 
-    ``provider: auto`` uses Anthropic when ``ANTHROPIC_API_KEY`` is set and the offline
-    extractive summariser otherwise.
+    ``provider`` names a model provider of the ``hermes_host.model_providers`` entry-point
+    group (built in: ``anthropic``, ``openai``, ``offline``).  ``auto`` — the default — uses
+    Anthropic when ``ANTHROPIC_API_KEY`` is set and the offline extractive summariser otherwise.
+    ``api_key_env`` is the *name* of the variable holding the key (default: the provider's
+    own, ``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY``); a key never goes into config.
     """
 
-    provider: Literal["auto", "anthropic", "offline"] = "auto"
+    provider: str = Field("auto", pattern=r"^[a-z][a-z0-9_.-]*$",
+                          description="auto, or a model provider's name (anthropic, openai, "
+                          "offline, or an installed plugin's).")
     model: str = "claude-3-5-haiku-latest"
     max_tokens: int = Field(4096, gt=0)
     temperature: float = Field(0.2, ge=0, le=2)
     base_url: str | None = None
     timeout_seconds: float = Field(60.0, gt=0)
     max_retries: int = Field(0, ge=0)
+    api_key_env: str | None = Field(
+        None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="Name of the environment variable holding the API key (never the key).",
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra HTTP headers sent with every request (OpenRouter's HTTP-Referer…).",
+    )
 
 
 class GuardState(_Model):
