@@ -55,8 +55,9 @@ BUILTIN_PROVIDERS: dict[str, str] = {
     "offline": "hermes_host.llm.providers:OfflineProvider",
     "openai": "hermes_host.llm.providers:OpenAIProvider",
 }
-"""What hermes-host's pyproject registers.  Used only when the installed metadata lacks a
-built-in name (a source checkout whose editable install predates the group)."""
+"""What hermes-host's pyproject registers.  :func:`load_provider` falls back to it when the
+installed metadata lacks a built-in name (an editable install older than the group), so the
+offline fallback summary is always there; :func:`provider_infos` lists metadata only."""
 
 
 class ProviderError(PermanentSummaryError):
@@ -115,8 +116,6 @@ def provider_infos() -> list[ProviderInfo]:
                 f"{info.distribution} ({info.module}); uninstall one of them"
             )
         found[ep.name] = info
-    for name, value in BUILTIN_PROVIDERS.items():
-        found.setdefault(name, ProviderInfo(name, None, None, value))
     return [found[name] for name in sorted(found)]
 
 
@@ -128,6 +127,8 @@ def load_provider(name: str) -> ModelProvider:
         return cached
     infos = {info.name: info for info in provider_infos()}
     info = infos.get(name)
+    if info is None and name in BUILTIN_PROVIDERS:
+        info = ProviderInfo(name, None, None, BUILTIN_PROVIDERS[name])
     if info is None:
         raise ProviderError(f"unknown model provider {name!r}; installed: "
                             f"{', '.join(infos)} (entry-point group {MODEL_PROVIDER_GROUP})")
@@ -145,7 +146,7 @@ def load_provider(name: str) -> ModelProvider:
 
 
 def _import(info: ProviderInfo) -> Any:
-    if info.distribution is None:  # a built-in absent from stale metadata
+    if info.distribution is None:  # a built-in absent from the installed metadata
         return importlib.metadata.EntryPoint(info.name, info.module, MODEL_PROVIDER_GROUP).load()
     from stevedore import DriverManager
 
