@@ -34,7 +34,7 @@ from hermes_host.models import Message
 from hermes_host.store import StoreError, TitleConflictError
 
 if TYPE_CHECKING:  # imported when a model is built, so `hermes-host --help` stays light
-    import anthropic
+    pass
 
 __all__ = [
     "COMMANDS",

@@ -126,7 +126,7 @@ def test_status_errors_are_classified_r10_3(
 def test_timeout_is_transient_and_bounded_r10_3(fake: FakeOpenAI) -> None:
     fake.script([{"kind": "slow", "seconds": 5}])
     started = time.monotonic()
-    with pytest.raises(TransientSummaryError, match="timed out after 0.5s"):
+    with pytest.raises(TransientSummaryError, match=r"timed out after 0\.5s"):
         _summarizer(fake, timeout_seconds=0.5).summarize(_job())
     assert time.monotonic() - started < 3
 
@@ -217,8 +217,8 @@ def test_openai_base_url_and_key_from_the_environment(fake: FakeOpenAI) -> None:
 
 def test_missing_key_names_the_variable_or_is_not_needed_locally(fake: FakeOpenAI) -> None:
     with pytest.raises(MissingAPIKeyError, match="set MY_GATEWAY_KEY") as info:
-        summarizer_from_settings(SummarizerSettings(provider="openai", api_key_env="MY_GATEWAY_KEY"),
-                                 environ={})
+        summarizer_from_settings(
+            SummarizerSettings(provider="openai", api_key_env="MY_GATEWAY_KEY"), environ={})
     assert "OpenAI" in str(info.value)
     # a local server (Ollama, vLLM) needs no key: with a base_url a placeholder is sent
     local = summarizer_from_settings(
