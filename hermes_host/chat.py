@@ -2,13 +2,15 @@
 
 Why separate from :mod:`hermes_host.cli.chat`: everything here takes a line and reports
 through a small :class:`ChatUI` protocol, so it can be driven by a test, another front end,
-or the terminal loop alike.  The model is behind :class:`ChatModel`; the real one is
-:class:`AnthropicChatModel` (the ``anthropic`` SDK).
+or the terminal loop alike.  The model is behind :class:`ChatModel`, built by the
+``model.provider`` plugin: :class:`AnthropicChatModel` (the ``anthropic`` SDK, here) or
+:class:`hermes_host.chat_openai.OpenAIChatModel` (the ``openai`` SDK, its own module).
 
 A turn (:meth:`ChatController.send`)::
 
-    session.add_user(line) → session.build_request() → to_anthropic(request)
-    → model.complete(system, messages, max_tokens) → session.add_assistant(text)
+    session.add_user(line) → session.build_request()
+    → model.respond(request, max_tokens)  (each model converts to its own wire format)
+    → session.add_assistant(text)
     → session.end_turn(usage) → show outcome.events (R-10.4 markers, compaction notes)
     → one warning line if an engine hook failed during the turn (``/status`` lists them all)
 
@@ -24,9 +26,7 @@ import os
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-import anthropic
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hermes_host.fence import HookHealth
 from hermes_host.host import CompressionReport, ContextHost, Session, TurnOutcome
@@ -34,6 +34,9 @@ from hermes_host.llm.anthropic_summarizer import classify_status_error
 from hermes_host.messages import is_summary, one_line, text_of, turn_starts
 from hermes_host.models import Message
 from hermes_host.store import StoreError, TitleConflictError
+
+if TYPE_CHECKING:  # imported when a model is built, so `hermes-host --help` stays light
+    pass
 
 __all__ = [
     "COMMANDS",
@@ -262,10 +265,12 @@ class ChatModel(Protocol):
     """What the controller needs from a model."""
 
     name: str
+    provider: str
+    """The model provider's name (``anthropic``, ``openai``…), shown by ``/status``."""
 
-    def complete(
-        self, system: str, messages: list[dict[str, Any]], max_tokens: int
-    ) -> ModelReply: ...
+    def respond(self, request: Sequence[Message], max_tokens: int) -> ModelReply:
+        """Answer an OpenAI-format request (as :meth:`Session.build_request` returns it)."""
+        ...
 
 
 class AnthropicChatModel:
@@ -275,6 +280,8 @@ class AnthropicChatModel:
     ``base_url``, else the SDK's own ``ANTHROPIC_BASE_URL`` handling.  Errors carry only the
     HTTP status and the API's error type — never the key or the prompt."""
 
+    provider = "anthropic"
+
     def __init__(
         self,
         name: str,
@@ -283,10 +290,14 @@ class AnthropicChatModel:
         base_url: str | None = None,
         timeout: float = 600.0,
         max_retries: int = 2,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
+        import anthropic
+
         self.name = name
         self._client = anthropic.Anthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
+            default_headers=dict(headers or {}) or None,
         )
 
     def __repr__(self) -> str:  # never show the key
@@ -296,9 +307,15 @@ class AnthropicChatModel:
         """Close the SDK client's connection pool."""
         self._client.close()
 
+    def respond(self, request: Sequence[Message], max_tokens: int) -> ModelReply:
+        system, messages = to_anthropic(request)
+        return self.complete(system, messages, max_tokens)
+
     def complete(
         self, system: str, messages: list[dict[str, Any]], max_tokens: int
     ) -> ModelReply:
+        import anthropic
+
         params: dict[str, Any] = {
             "model": self.name, "max_tokens": max_tokens, "messages": messages,
         }
@@ -435,16 +452,15 @@ class ChatController:
     def _turn(self, text: str) -> None:
         session = self.session
         session.add_user(text)
-        system, messages = to_anthropic(session.build_request())
         try:
-            reply = self.model.complete(system, messages, self.max_tokens)
+            reply = self.model.respond(session.build_request(), self.max_tokens)
         except ModelError as exc:
             self.ui.error(f"model call failed: {exc}. Your message is stored; send another "
                           "message to continue.")
             return
         session.add_assistant(reply.text)
         self.ui.reply(reply.text if reply.text.strip() else "(the model returned no text)")
-        if reply.stop_reason == "max_tokens":
+        if reply.stop_reason in ("max_tokens", "length"):
             self.ui.info(f"(the answer was cut at max_tokens={self.max_tokens}; "
                          "raise model.max_output_tokens for longer answers)")
         before = session.id
@@ -587,7 +603,8 @@ class ChatController:
         lines = [
             f"session: {session.id}" + (f" “{session.title}”" if session.title else "")
             + f" (lineage of {len(status['lineage'])})",
-            f"model: {status['model']}",
+            f"model: {status['model']} (provider {self.model.provider}, tokenizer "
+            f"{status['tokenizer']['encoding'] or 'estimate'})",
             f"context: {used:,} / {length:,} tokens ({used / length:.0%})",
         ]
         decision = self.last_outcome.decision if self.last_outcome else None
@@ -604,8 +621,8 @@ class ChatController:
                          "tokens")
         lines.append(f"messages: {row.active_count} in the window, {row.message_count} stored")
         lines.append(f"compressions: {status['compression_count']}")
-        lines.append(f"tokens this session: in {row.input_tokens:,} · out "
-                     f"{row.output_tokens:,}")
+        lines.append(f"tokens this session (provider-reported): in {row.input_tokens:,} · "
+                     f"out {row.output_tokens:,}")
         guards = status["guards"]
         if guards["cooldown_until"] is not None:
             lines.append("cooldown: automatic compression suppressed until "

@@ -25,10 +25,17 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from hermes_host.hookspecs import DEFAULT_TIMEOUTS, LIFECYCLE_HOOKS, MEMORY_HOOKS
-from hermes_host.models import CompressionSettings, SummarizerSettings
+from hermes_host.models import CompressionSettings, SummarizerSettings, check_api_key_env
 from hermes_host.store import store_file
 
 __all__ = [
@@ -137,6 +144,21 @@ class ModelSection(_Section):
     name: str = "claude-sonnet-4-5"
     context_length: int = Field(200_000, gt=0)
     max_output_tokens: int = Field(8192, ge=0)
+    # the chat model's provider and endpoint (hermes-host chat); see docs/openai.md
+    provider: str = Field("anthropic", pattern=r"^[a-z][a-z0-9_.-]*$",
+                          description="Model provider for hermes-host chat: anthropic, openai…")
+    base_url: str | None = Field(None, description="Endpoint (default: the provider's).")
+    api_key_env: str | None = Field(
+        None, description="Name of the variable holding the key (default: the provider's own)."
+    )
+    timeout_seconds: float = Field(600.0, gt=0)
+    max_retries: int = Field(2, ge=0)
+    headers: dict[str, str] = Field(default_factory=dict, description="Extra HTTP headers.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _key_env_is_a_name(cls, data: Any) -> Any:
+        return check_api_key_env(data)
 
 
 class SessionResetSection(_Section):

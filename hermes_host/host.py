@@ -80,7 +80,7 @@ from hermes_host.store import (
     WindowMarker,
     open_store,
 )
-from hermes_host.tokens import RunningTotal, TokenCounter
+from hermes_host.tokens import RunningTotal, TokenCounter, encoding_info
 
 __all__ = [
     "COMPACTED_MARKER",
@@ -215,7 +215,7 @@ class ContextHost:
         self.store = store
         self.plugins = plugins
         self.runner = HookRunner(plugins.pm, config.hooks)
-        self.tokens = TokenCounter()
+        self.tokens = TokenCounter(model=config.model.name)  # the encoding fits the model
         self._owns_store = owns_store
         self._owned_plugins: list[object] = []
 
@@ -1139,6 +1139,7 @@ class Session:
                                                             "select_context")},
             "memory_providers": host.providers,
             "engine_problems": [row for row in host.engine_health() if row["problems"]],
+            "tokenizer": encoding_info(model.name),
         }
 
     def undo(self, turns: int = 1) -> int:

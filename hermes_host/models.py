@@ -16,9 +16,10 @@ nothing outside your call.  The host only ever uses what you *return*.
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Message = dict[str, Any]
 """One OpenAI-format chat message."""
@@ -83,17 +84,48 @@ class CompressionSettings(_Model):
 class SummarizerSettings(_Model):
     """The user's ``summarizer:`` section: which auxiliary LLM writes summaries (R-14.7).
 
-    ``provider: auto`` uses Anthropic when ``ANTHROPIC_API_KEY`` is set and the offline
-    extractive summariser otherwise.
+    ``provider`` names a model provider of the ``hermes_host.model_providers`` entry-point
+    group (built in: ``anthropic``, ``openai``, ``offline``).  ``auto`` — the default — uses
+    Anthropic when ``ANTHROPIC_API_KEY`` is set and the offline extractive summariser otherwise.
+    ``api_key_env`` is the *name* of the variable holding the key (default: the provider's
+    own, ``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY``); a key never goes into config.
     """
 
-    provider: Literal["auto", "anthropic", "offline"] = "auto"
+    provider: str = Field("auto", pattern=r"^[a-z][a-z0-9_.-]*$",
+                          description="auto, or a model provider's name (anthropic, openai, "
+                          "offline, or an installed plugin's).")
     model: str = "claude-3-5-haiku-latest"
     max_tokens: int = Field(4096, gt=0)
     temperature: float = Field(0.2, ge=0, le=2)
     base_url: str | None = None
     timeout_seconds: float = Field(60.0, gt=0)
     max_retries: int = Field(0, ge=0)
+    api_key_env: str | None = Field(
+        None, description="Name of the environment variable holding the API key (never the key)."
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra HTTP headers sent with every request (OpenRouter's HTTP-Referer…).",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _key_env_is_a_name(cls, data: Any) -> Any:
+        return check_api_key_env(data)
+
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def check_api_key_env(data: Any) -> Any:
+    """``api_key_env`` must name an environment variable.  Checked on the whole section so
+    that a key pasted there by mistake is never echoed in the configuration error."""
+    if isinstance(data, dict):
+        value = data.get("api_key_env")
+        if value is not None and not (isinstance(value, str) and _ENV_NAME.match(value)):
+            raise ValueError("api_key_env takes the NAME of an environment variable (such as "
+                             "OPENAI_API_KEY), never the key itself; the value is not shown")
+    return data
 
 
 class GuardState(_Model):

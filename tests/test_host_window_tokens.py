@@ -35,7 +35,8 @@ def test_each_added_message_is_tokenized_once_and_stored_with_its_count(
     calls: list[int] = []
     real = tokens_mod.count_message
     for module in (tokens_mod, sqlite_mod):  # the host's counter and the store's
-        monkeypatch.setattr(module, "count_message", lambda m: calls.append(1) or real(m))
+        monkeypatch.setattr(module, "count_message",  # (message, model=None)
+                            lambda m, *model: calls.append(1) or real(m, *model))
     with make_host(tmp_path, TailEngine(keep=2, threshold=10**9)) as host:
         session = host.open_session(system_prompt="sys")
         for n in range(3):

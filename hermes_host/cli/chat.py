@@ -1,9 +1,10 @@
-"""``hermes-host chat``: an interactive session with a real Anthropic model (R-12.1, R-14.5).
+"""``hermes-host chat``: an interactive session with a real model (R-12.1, R-14.5).
 
 The terminal part only: read lines with ``input()``, print with rich, and hand every line to
-:class:`hermes_host.chat.ChatController`.  Without ``ANTHROPIC_API_KEY`` the command says
-which variable to set and exits 2; a bad config, store or unknown session is a one-line error
-too (exit 2, or 1 for a session that does not exist), never a traceback.
+:class:`hermes_host.chat.ChatController`.  The model comes from the ``model.provider`` plugin
+(``anthropic`` by default, ``openai`` for any OpenAI-compatible server).  Without the API key
+the command says which variable to set and exits 2; a bad config, store or unknown session is
+a one-line error too (exit 2, or 1 for a session that does not exist), never a traceback.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from hermes_host.chat import DEFAULT_SYSTEM_PROMPT, AnthropicChatModel, ChatController
+from hermes_host.chat import DEFAULT_SYSTEM_PROMPT, ChatController, ChatModel
 from hermes_host.host import ContextHost
-from hermes_host.llm.anthropic_summarizer import API_KEY_ENV, BASE_URL_ENV
+from hermes_host.llm.base import SummaryError
+from hermes_host.llm.providers import load_provider
 from hermes_host.plugins import PluginError
 from hermes_host.store import SessionNotFoundError, StoreError
 
@@ -79,26 +81,28 @@ def chat(
     system_prompt: str | None,
     no_restore_cwd: bool,
 ) -> None:
-    """Chat with the configured Anthropic model; the host keeps everything and compresses.
+    """Chat with the configured model; the host keeps everything and compresses.
 
-    Needs ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL selects another endpoint).  Type /help in
-    the chat for the slash commands (/compress, /undo, /branch, /status, /resume…);
-    /quit or Ctrl-D leaves.  The session stays in the store: resume it with --resume or -c.
+    model.provider picks the API: anthropic (default; needs ANTHROPIC_API_KEY,
+    ANTHROPIC_BASE_URL selects another endpoint) or openai (any OpenAI-compatible server:
+    model.base_url, key from OPENAI_API_KEY or model.api_key_env).  Type /help in the chat
+    for the slash commands (/compress, /undo, /branch, /status, /resume…); /quit or Ctrl-D
+    leaves.  The session stays in the store: resume it with --resume or -c.
     """
-    api_key = os.environ.get(API_KEY_ENV)
-    if not api_key:
-        fail(f"error: hermes-host chat talks to a real Anthropic model: set {API_KEY_ENV} "
-             f"(and {BASE_URL_ENV} for another endpoint)")
     if resume_by and continue_last:
         fail("error: use either --resume ID|TITLE or -c/--continue, not both")
     config, _ = load_config_or_fail(config_path)
+    try:
+        model: ChatModel = load_provider(config.model.provider).chat_model(
+            config.model, os.environ)
+    except SummaryError as exc:  # ProviderError: unknown provider, missing key…
+        fail(f"error: hermes-host chat: {exc}")
     try:
         host = ContextHost.from_config(config, store=store_path)
     except (PluginError, StoreError) as exc:
         fail(f"error: {exc}")
     ui = RichChatUI()
     prompt = system_prompt if system_prompt is not None else DEFAULT_SYSTEM_PROMPT
-    model: AnthropicChatModel | None = None
     try:
         by = "last" if continue_last else resume_by
         try:
@@ -107,21 +111,20 @@ def chat(
             fail(f"error: {exc}", 1)
         except StoreError as exc:
             fail(f"error: {exc}")
-        model = AnthropicChatModel(
-            config.model.name, api_key, base_url=os.environ.get(BASE_URL_ENV) or None
-        )
         controller = ChatController(
             host, session, model, ui, system_prompt=prompt, restore_cwd=not no_restore_cwd
         )
-        ui.info(f"hermes-host chat · session {session.id} · model {config.model.name} · "
+        ui.info(f"hermes-host chat · session {session.id} · model {config.model.name} "
+                f"({model.provider}) · "
                 f"context {config.model.context_length:,} tokens · /help for commands")
         if by:
             ui.info(host.store.recap(session.id))
             controller.restore_working_directory()
         _loop(controller, ui)
     finally:
-        if model is not None:
-            model.close()
+        closer = getattr(model, "close", None)
+        if callable(closer):
+            closer()
         host.close()
 
 

@@ -22,6 +22,9 @@ from rich.text import Text
 
 from hermes_host import __version__
 from hermes_host.config import ConfigError, HermesConfig, find_config_path, load_config
+from hermes_host.llm import effective_provider, summarizer_from_settings
+from hermes_host.llm.base import SummaryError
+from hermes_host.llm.providers import load_provider, provider_infos
 from hermes_host.plugins import PluginError, discover, inspect_plugins, load_plugins
 from hermes_host.store import StoreError
 from hermes_host.store.schema import LATEST_VERSION, inspect_store
@@ -99,6 +102,28 @@ def _provider_checks(cfg: HermesConfig) -> list[Check]:
     return checks
 
 
+def _model_checks(cfg: HermesConfig) -> list[Check]:
+    """The summariser's and the chat model's provider: installed, loads, key variable set.
+    Builds the summariser (no SDK import, no request); the chat model only by name."""
+    settings = cfg.summarizer
+    name = effective_provider(settings)
+    where = f"model {settings.model}" + (f" at {settings.base_url}" if settings.base_url else "")
+    try:
+        summarizer = summarizer_from_settings(settings)
+        summary = Check("summarizer", "ok", f"{name} ({where})" if summarizer.calls_llm
+                        else f"{name} (extractive, no network)")
+    except SummaryError as exc:
+        summary = Check("summarizer", "warn", f"{name}: {exc}; compressions use the offline "
+                        "fallback summary")
+    try:
+        load_provider(cfg.model.provider)
+        chat = Check("chat model", "ok", f"{cfg.model.provider} (model {cfg.model.name}"
+                     + (f" at {cfg.model.base_url}" if cfg.model.base_url else "") + ")")
+    except SummaryError as exc:
+        chat = Check("chat model", "warn", f"model.provider: {exc}")
+    return [summary, chat]
+
+
 def run_checks(config_path: Path | None) -> list[Check]:
     """Every doctor check, in display order; never raises for a user problem."""
     checks: list[Check] = []
@@ -124,8 +149,9 @@ def run_checks(config_path: Path | None) -> list[Check]:
         )
         if disabled:
             detail += f"; disabled: {', '.join(disabled)}"
-        checks.append(Check("plugins installed", "ok", detail))
-    except PluginError as exc:
+        models = ", ".join(info.name for info in provider_infos())
+        checks.append(Check("plugins installed", "ok", f"{detail}; model providers: {models}"))
+    except (PluginError, SummaryError) as exc:
         checks.append(Check("plugins installed", "fail", str(exc)))
 
     if cfg is not None:
@@ -151,10 +177,15 @@ def run_checks(config_path: Path | None) -> list[Check]:
             checks.append(Check("store", "ok" if ok else "fail", f"{store} ({state}); {why}"))
             if store.is_file() and store.stat().st_size:
                 checks.append(_store_contents(store))
+        checks.extend(_model_checks(cfg))
 
-    tok = encoding_info()
+    model = cfg.model.name if cfg is not None else None
+    tok = encoding_info(model)
+    fits = f" for {model}" if model else ""
     if tok.get("exact"):
-        checks.append(Check("tokenizer", "ok", f"{tok['encoding']} ({tok['method']})"))
+        checks.append(Check("tokenizer", "ok", f"{tok['encoding']}{fits} ({tok['method']})"))
+    elif tok["encoding"] is not None:
+        checks.append(Check("tokenizer", "warn", f"{model}: {tok['note']}"))
     else:
         checks.append(Check("tokenizer", "warn", f"no tiktoken encoding; {tok['method']}"))
 

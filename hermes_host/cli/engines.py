@@ -16,6 +16,9 @@ from rich.table import Table
 from rich.text import Text
 
 from hermes_host.config import ConfigError, HermesConfig, find_config_path, load_config
+from hermes_host.llm import effective_provider
+from hermes_host.llm.base import SummaryError
+from hermes_host.llm.providers import provider_infos
 from hermes_host.plugins import LOAD_PLUGINS_ENV, PluginError, PluginInfo, inspect_plugins
 
 from .config_cmd import config_option, fail, source_label, warn
@@ -34,9 +37,37 @@ def _selected(cfg: HermesConfig | None, info: PluginInfo) -> bool:
     return info.name in cfg.memory.providers
 
 
+def _model_rows(cfg: HermesConfig | None) -> list[dict[str, Any]]:
+    """Model providers (metadata only: a listing imports none of them)."""
+    chosen = set()
+    if cfg is not None:
+        chosen = {effective_provider(cfg.summarizer), cfg.model.provider}
+    rows = []
+    for info in provider_infos():
+        uses = []
+        if cfg is not None and info.name == effective_provider(cfg.summarizer):
+            uses.append("summarizer")
+        if cfg is not None and info.name == cfg.model.provider:
+            uses.append("chat")
+        rows.append({**info.as_dict(), "hooks": None, "status": "not loaded", "error": None,
+                     "selected": info.name in chosen, "used_for": uses})
+    return rows
+
+
+def _print_models(rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    console = make_console()
+    table = Table("", "model provider", "distribution", "version", "used for")
+    for row in rows:
+        table.add_row("*" if row["selected"] else "", row["name"], row["distribution"] or "-",
+                      row["version"] or "-", ", ".join(row["used_for"]) or "-")
+    console.print(table)
+
+
 @click.group("engines")
 def engines() -> None:
-    """Installed context engines and memory providers."""
+    """Installed context engines, memory providers and model providers."""
 
 
 @engines.command("list")
@@ -46,7 +77,8 @@ def engines() -> None:
     "--verbose", "-v", is_flag=True, help="Import every plugin to list hooks and import errors."
 )
 def list_engines(config_path: Path | None, as_json: bool, verbose: bool) -> None:
-    """List engines and memory providers: name, kind, distribution, version, hooks, status."""
+    """List engines, memory providers and model providers: name, kind, distribution,
+    version, hooks, status (model providers: what the config uses them for)."""
     cfg: HermesConfig | None
     try:
         cfg = load_config(config_path)
@@ -60,10 +92,15 @@ def list_engines(config_path: Path | None, as_json: bool, verbose: bool) -> None
     rows: list[dict[str, Any]] = [
         {**info.as_dict(), "selected": _selected(cfg, info)} for info in infos
     ]
+    try:
+        models = _model_rows(cfg)
+    except SummaryError as exc:  # two distributions expose one model provider name
+        fail(str(exc))
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(json.dumps(rows + models, indent=2))
         return
     _print_table(infos, rows)
+    _print_models(models)
     if cfg is not None:
         _warn_missing(cfg, infos, find_config_path(config_path))
 

@@ -1,9 +1,14 @@
 """The auxiliary LLM shared by all engines (see :mod:`hermes_host.llm.base`).
 
 * :class:`AnthropicSummarizer` — the Messages API on the real ``anthropic`` SDK;
+* :class:`OpenAISummarizer` — Chat Completions on the real ``openai`` SDK (any
+  OpenAI-compatible server);
 * :class:`OfflineSummarizer` — deterministic, extractive, no network;
-* :func:`summarizer_from_settings` — the user's ``summarizer:`` section → a summariser;
+* :func:`summarizer_from_settings` — the user's ``summarizer:`` section → a summariser, through
+  the model-provider plugins of :mod:`hermes_host.llm.providers`;
 * :class:`FallbackSummarizer` — try one, on failure use another, and *say so*.
+
+Importing this package imports neither SDK: each is imported when its summariser first calls.
 """
 
 from __future__ import annotations
@@ -11,13 +16,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from hermes_host.llm.anthropic_summarizer import (
-    API_KEY_ENV,
-    AnthropicSummarizer,
-    MissingAPIKeyError,
-)
+from hermes_host.llm.anthropic_summarizer import API_KEY_ENV, AnthropicSummarizer
 from hermes_host.llm.base import (
     SUMMARY_SECTIONS,
+    MissingAPIKeyError,
     PermanentSummaryError,
     Summarizer,
     SummaryError,
@@ -25,6 +27,8 @@ from hermes_host.llm.base import (
     TransientSummaryError,
 )
 from hermes_host.llm.offline import OfflineSummarizer
+from hermes_host.llm.openai_summarizer import OpenAISummarizer
+from hermes_host.llm.providers import ProviderError, load_provider
 from hermes_host.models import SummarizerSettings
 
 __all__ = [
@@ -34,13 +38,27 @@ __all__ = [
     "FallbackSummarizer",
     "MissingAPIKeyError",
     "OfflineSummarizer",
+    "OpenAISummarizer",
     "PermanentSummaryError",
+    "ProviderError",
     "Summarizer",
     "SummaryError",
     "SummaryJob",
     "TransientSummaryError",
+    "effective_provider",
     "summarizer_from_settings",
 ]
+
+
+def effective_provider(
+    settings: SummarizerSettings, environ: Mapping[str, str] | None = None
+) -> str:
+    """The provider name ``settings`` resolves to: ``auto`` → ``anthropic`` when the key
+    variable (``api_key_env``, default ``ANTHROPIC_API_KEY``) is set, else ``offline``."""
+    if settings.provider != "auto":
+        return settings.provider
+    env = os.environ if environ is None else environ
+    return "anthropic" if env.get(settings.api_key_env or API_KEY_ENV) else "offline"
 
 
 def summarizer_from_settings(
@@ -52,20 +70,13 @@ def summarizer_from_settings(
 
     ``provider: auto`` → Anthropic when ``ANTHROPIC_API_KEY`` is set, else offline;
     ``provider: anthropic`` without a key → :class:`MissingAPIKeyError`, whose message names
-    the variable to set; ``provider: offline`` → :class:`OfflineSummarizer`.
+    the variable to set; ``provider: offline`` → :class:`OfflineSummarizer`; any other name →
+    that model provider's summariser (``openai``, or an installed plugin's), or
+    :class:`ProviderError` when no such provider is installed.
     """
     settings = settings or SummarizerSettings()
     env = os.environ if environ is None else environ
-    key = env.get(API_KEY_ENV) or None
-    if settings.provider == "offline":
-        return OfflineSummarizer()
-    if settings.provider == "anthropic":
-        if key is None:
-            raise MissingAPIKeyError()
-        return AnthropicSummarizer(settings, api_key=key)
-    if key is not None:
-        return AnthropicSummarizer(settings, api_key=key)
-    return OfflineSummarizer()
+    return load_provider(effective_provider(settings, env)).summarizer(settings, env)
 
 
 class FallbackSummarizer:

@@ -28,76 +28,34 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
-
-import anthropic
+from typing import TYPE_CHECKING, Any
 
 from hermes_host.llm.base import (
-    PermanentSummaryError,
+    MissingAPIKeyError,
     SummaryError,
     SummaryJob,
     TransientSummaryError,
+    classify_status,
+    summary_error,
 )
 from hermes_host.models import SummarizerSettings
 from hermes_host.redact import redact
+
+if TYPE_CHECKING:  # the SDK is imported when a summary is asked for, not before
+    import anthropic
 
 __all__ = ["API_KEY_ENV", "BASE_URL_ENV", "AnthropicSummarizer", "MissingAPIKeyError"]
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
 
-_EXHAUSTED_WORDS = ("credit balance", "credits", "billing", "quota", "insufficient funds",
-                    "purchase credits", "spend limit", "usage limit")
-_TRANSIENT_STATUSES = frozenset({408, 409, 425, 429})
-
-
-class MissingAPIKeyError(PermanentSummaryError):
-    """``provider: anthropic`` was chosen but no API key is available."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            f"the Anthropic summariser needs an API key: set {API_KEY_ENV} "
-            "(or choose summarizer.provider: offline / auto)"
-        )
-
-
-def _error(cls: type[SummaryError], message: str, *, status: int | None = None,
-           error_type: str | None = None) -> SummaryError:
-    err = cls(message)
-    err.status_code = status
-    err.error_type = error_type
-    return err
-
-
-def _body_says_exhausted(body: object) -> bool:
-    text = ""
-    if isinstance(body, dict):
-        inner = body.get("error")
-        if isinstance(inner, dict):
-            text = f"{inner.get('type', '')} {inner.get('message', '')}"
-        else:
-            text = str(body.get("message", ""))
-    elif isinstance(body, str):
-        text = body
-    text = text.lower()
-    return any(word in text for word in _EXHAUSTED_WORDS)
+_error = summary_error
 
 
 def classify_status_error(exc: anthropic.APIStatusError) -> SummaryError:
     """Map an SDK status error to our transient/permanent classes (R-10.3)."""
-    status = int(exc.status_code)
-    etype = getattr(exc, "type", None)
-    if not isinstance(etype, str) or not etype.replace("_", "").isalnum():
-        etype = None
-    label = f"anthropic: HTTP {status}" + (f" {etype}" if etype else "")
-    if _body_says_exhausted(exc.body) or status == 402 or etype == "billing_error":
-        return _error(PermanentSummaryError, f"{label} (credit, billing or quota exhausted)",
-                      status=status, error_type=etype)
-    if status in (401, 403):
-        return _error(PermanentSummaryError, label, status=status, error_type=etype)
-    if status >= 500 or status in _TRANSIENT_STATUSES:
-        return _error(TransientSummaryError, label, status=status, error_type=etype)
-    return _error(PermanentSummaryError, label, status=status, error_type=etype)
+    return classify_status("anthropic", int(exc.status_code), getattr(exc, "type", None),
+                           exc.body)
 
 
 class AnthropicSummarizer:
@@ -109,9 +67,10 @@ class AnthropicSummarizer:
     def __init__(self, settings: SummarizerSettings | None = None,
                  api_key: str | None = None) -> None:
         self.settings = settings or SummarizerSettings()
-        key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
+        variable = self.settings.api_key_env or API_KEY_ENV
+        key = api_key if api_key is not None else os.environ.get(variable)
         if not key:
-            raise MissingAPIKeyError()
+            raise MissingAPIKeyError("anthropic", variable)
         self._api_key = key
         self.base_url = self.settings.base_url or os.environ.get(BASE_URL_ENV) or None
         self._client: anthropic.Anthropic | None = None
@@ -121,6 +80,8 @@ class AnthropicSummarizer:
         return f"AnthropicSummarizer(model={self.settings.model!r}, base_url={self.base_url!r})"
 
     def _get_client(self) -> anthropic.Anthropic:
+        import anthropic
+
         with self._client_lock:
             if self._client is None:
                 self._client = anthropic.Anthropic(
@@ -128,6 +89,7 @@ class AnthropicSummarizer:
                     base_url=self.base_url,
                     timeout=self.settings.timeout_seconds,
                     max_retries=self.settings.max_retries,
+                    default_headers=dict(self.settings.headers) or None,
                 )
             return self._client
 
@@ -150,6 +112,8 @@ class AnthropicSummarizer:
             client.close()
 
     def summarize(self, job: SummaryJob) -> str:
+        import anthropic
+
         params = self.request_params(job)
         try:
             response = self._get_client().messages.create(**params)

@@ -20,11 +20,14 @@ from hermes_host.models import Message
 
 __all__ = [
     "SUMMARY_SECTIONS",
+    "MissingAPIKeyError",
     "PermanentSummaryError",
     "Summarizer",
     "SummaryError",
     "SummaryJob",
     "TransientSummaryError",
+    "classify_status",
+    "summary_error",
 ]
 
 
@@ -103,3 +106,70 @@ class Summarizer(Protocol):
         Raise :class:`TransientSummaryError` or :class:`PermanentSummaryError` on failure.
         """
         ...
+
+
+class MissingAPIKeyError(PermanentSummaryError):
+    """A provider that needs an API key was chosen, but the variable naming it is unset.
+
+    The message names the *variable* to set, never a value."""
+
+    def __init__(self, provider: str = "anthropic", variable: str = "ANTHROPIC_API_KEY") -> None:
+        label = {"anthropic": "Anthropic", "openai": "OpenAI"}.get(provider, provider)
+        super().__init__(
+            f"the {label} summariser needs an API key: set {variable} "
+            "(or choose summarizer.provider: offline / auto)"
+        )
+        self.provider = provider
+        self.variable = variable
+
+
+# -- the failure classes every network provider shares (R-10.3) ---------------------------
+
+_EXHAUSTED_WORDS = ("credit balance", "credits", "billing", "quota", "insufficient funds",
+                    "purchase credits", "spend limit", "usage limit", "insufficient_quota")
+_TRANSIENT_STATUSES = frozenset({408, 409, 425, 429})
+
+
+def summary_error(cls: type[SummaryError], message: str, *, status: int | None = None,
+                  error_type: str | None = None) -> SummaryError:
+    """An instance of ``cls`` carrying the HTTP status and the API's error type."""
+    err = cls(message)
+    err.status_code = status
+    err.error_type = error_type
+    return err
+
+
+def _body_says_exhausted(body: object) -> bool:
+    text = ""
+    if isinstance(body, dict):
+        inner = body.get("error")
+        if isinstance(inner, dict):
+            text = f"{inner.get('type', '')} {inner.get('code', '')} {inner.get('message', '')}"
+        else:
+            text = f"{body.get('type', '')} {body.get('code', '')} {body.get('message', '')}"
+    elif isinstance(body, str):
+        text = body
+    text = text.lower()
+    return any(word in text for word in _EXHAUSTED_WORDS)
+
+
+def classify_status(provider: str, status: int, error_type: object, body: object) -> SummaryError:
+    """An HTTP error answer → :class:`TransientSummaryError` or :class:`PermanentSummaryError`.
+
+    Permanent: credit, billing or quota exhausted (whatever the status: Anthropic sends a 400,
+    OpenAI a 429 ``insufficient_quota``), 401, 402, 403, and any other 4xx retrying cannot
+    fix (400 bad request, 404 unknown model…).  Transient: 408, 409, 425, 429 and every 5xx.
+    The message is ``"<provider>: HTTP <status> [<type>]"``: never a body, header or key.
+    """
+    etype = error_type if isinstance(error_type, str) else None
+    if etype is not None and not etype.replace("_", "").isalnum():
+        etype = None
+    label = f"{provider}: HTTP {status}" + (f" {etype}" if etype else "")
+    if _body_says_exhausted(body) or status == 402 or etype in ("billing_error",
+                                                              "insufficient_quota"):
+        return summary_error(PermanentSummaryError,
+                             f"{label} (credit, billing or quota exhausted)",
+                             status=status, error_type=etype)
+    if status >= 500 or status in _TRANSIENT_STATUSES:
+        return summary_error(TransientSummaryError, label, status=status, error_type=etype)
+    return summary_error(PermanentSummaryError, label, status=status, error_type=etype)

@@ -1,4 +1,5 @@
-"""Test helpers for hermes-host and for engine authors (fake Anthropic server, secrets corpus)."""
+"""Test helpers for hermes-host and for engine authors (loopback fake Anthropic and
+OpenAI-compatible servers, secrets corpus)."""
 
 # The engine conformance kit (R-0.5), also a pytest plugin (hermes_host.testing.pytest_plugin):
 #

@@ -21,6 +21,8 @@ from hermes_host import hookimpl
 from hermes_host.llm import summarizer_from_settings
 from hermes_host.llm.anthropic_summarizer import API_KEY_ENV, BASE_URL_ENV
 from hermes_host.llm.base import Summarizer
+from hermes_host.llm.openai_summarizer import API_KEY_ENV as OPENAI_KEY_ENV
+from hermes_host.llm.openai_summarizer import BASE_URL_ENV as OPENAI_URL_ENV
 from hermes_host.models import (
     CompressDecision,
     CompressRequest,
@@ -43,7 +45,7 @@ from hermes_compressor.trigger import decide, tail_budget, threshold_tokens
 
 __all__ = ["Compressor"]
 
-_ENV_KEYS = (API_KEY_ENV, BASE_URL_ENV)
+_ENV_KEYS = (API_KEY_ENV, BASE_URL_ENV, OPENAI_KEY_ENV, OPENAI_URL_ENV)
 
 
 class Compressor:
@@ -79,7 +81,8 @@ class Compressor:
 
     def _from_settings(self, settings: SummarizerSettings) -> Summarizer:
         # the environment decides provider "auto" and supplies the key: part of the cache key
-        env = "\0".join(os.environ.get(name, "") for name in _ENV_KEYS)
+        names = (*_ENV_KEYS, *((settings.api_key_env,) if settings.api_key_env else ()))
+        env = "\0".join(os.environ.get(name, "") for name in names)
         key = settings.model_dump_json() + hashlib.sha256(env.encode()).hexdigest()
         with self._cache_lock:
             cached = self._cache.get(key)

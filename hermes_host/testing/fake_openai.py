@@ -1,0 +1,327 @@
+"""A real loopback HTTP server that speaks enough of the OpenAI Chat Completions API for tests.
+
+The real ``openai`` SDK talks to it over TCP on ``127.0.0.1`` (ephemeral port), so tests
+exercise the SDK's own request building, error mapping and timeouts — nothing is mocked.
+
+Usage::
+
+    with FakeOpenAI() as fake:                        # or fake = FakeOpenAI().start()
+        fake.script(["429", "normal"])                # one behaviour per request, then normal
+        client = openai.OpenAI(api_key="k", base_url=fake.base_url, max_retries=0)
+        ...
+        assert "sk-" not in fake.requests[-1].raw_body
+
+Behaviours (a string, or a dict with ``kind`` plus options):
+
+=============  ==============================================================================
+``normal``     200, a chat completion with ``usage``; option ``text``
+``slow``       sleeps ``seconds`` (default 5) — past a short client timeout — then answers
+``429``        rate_limit_exceeded, with ``retry-after``
+``quota``      429 insufficient_quota (OpenAI's "you exceeded your current quota")
+``500``        server_error
+``401``        invalid_api_key
+``403``        permission denied
+``404``        model_not_found
+``400``        invalid_request_error
+``malformed``  200 with a body that is not valid JSON
+``length``     200, the reply cut off: ``finish_reason: "length"``
+``empty``      200 with ``content: ""``
+``disconnect`` closes the connection without answering
+``error``      any error: options ``status`` (500), ``type`` (server_error), ``message``
+=============  ==============================================================================
+
+When the script is exhausted every request gets ``normal``.  The default ``normal`` text is a
+well-formed eleven-section summary (R-7.2) that quotes the request size, or whatever
+``responder(body)`` returns when a responder is given.
+
+``python -m hermes_host.testing.fake_openai [--port N]`` serves it in the foreground for a
+``hermes-host chat`` demo without a real model (docs/chat.md): chat turns are answered with an
+echo of the last user message, summary requests with a summary.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+from hermes_host.testing.fake_anthropic import (
+    Behaviour,
+    RecordedRequest,
+    default_summary_text,
+)
+
+__all__ = ["Behaviour", "FakeOpenAI", "RecordedRequest", "chat_responder", "main"]
+
+_ERRORS: dict[str, tuple[int, str, str | None, str]] = {
+    # kind: (status, error type, error code, message)
+    "429": (429, "requests", "rate_limit_exceeded", "Rate limit reached for requests."),
+    "quota": (429, "insufficient_quota", "insufficient_quota",
+              "You exceeded your current quota, please check your plan and billing details."),
+    "500": (500, "server_error", None, "The server had an error processing your request."),
+    "401": (401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided."),
+    "403": (403, "invalid_request_error", "unsupported_country_region_territory",
+            "Country, region, or territory not supported."),
+    "404": (404, "invalid_request_error", "model_not_found",
+            "The model does not exist or you do not have access to it."),
+    "400": (400, "invalid_request_error", None, "Invalid request."),
+}
+
+KINDS = frozenset({*_ERRORS, "error", "normal", "slow", "malformed", "length", "empty",
+                   "disconnect"})
+
+
+def _normalise(step: Behaviour) -> dict[str, Any]:
+    spec = {"kind": step} if isinstance(step, str) else dict(step)
+    kind = str(spec.get("kind", ""))
+    if kind not in KINDS:
+        allowed = ", ".join(sorted(KINDS))
+        raise ValueError(f"unknown fake behaviour {kind!r}; choose one of: {allowed}")
+    spec["kind"] = kind
+    return spec
+
+
+def chat_responder(body: Any) -> str:
+    """For demos: a summary for a summary request, else an echo of the last user message."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    last = messages[-1] if isinstance(messages, list) and messages else {}
+    text = last.get("content") if isinstance(last, dict) else ""
+    text = text if isinstance(text, str) else json.dumps(text)
+    if "## Historical Task Snapshot" in text or "summar" in text[:400].lower():
+        return default_summary_text(body)
+    words = len(text.split())
+    return f"(fake model) You said {words} word(s): {text[:200]}"
+
+
+class FakeOpenAI:
+    """The server.  Thread-safe; one instance per test."""
+
+    def __init__(
+        self,
+        *,
+        responder: Callable[[Any], str] | None = None,
+        expected_api_key: str | None = None,
+        model: str = "gpt-fake-1",
+        port: int = 0,
+    ) -> None:
+        self._responder = responder or default_summary_text
+        self._expected_key = expected_api_key
+        self._model = model
+        self._port = port
+        self._lock = threading.Lock()
+        self._script: list[dict[str, Any]] = []
+        self._requests: list[RecordedRequest] = []
+        self._stopping = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._counter = 0
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> FakeOpenAI:
+        if self._server is not None:
+            return self
+        self._stopping.clear()
+        server = ThreadingHTTPServer(("127.0.0.1", self._port), _make_handler(self))
+        server.daemon_threads = True
+        server.block_on_close = False
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True,
+            name="fake-openai",
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- test API ------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        """The ``/v1`` root the SDK's ``base_url`` takes."""
+        if self._server is None:
+            raise RuntimeError("FakeOpenAI is not started; call start() first")
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def env(self, api_key: str = "sk-test-fake-openai-key") -> dict[str, str]:
+        """Environment variables that point the SDK (and our summariser) at this server."""
+        return {"OPENAI_BASE_URL": self.base_url, "OPENAI_API_KEY": api_key}
+
+    def script(self, behaviours: Iterable[Behaviour]) -> FakeOpenAI:
+        """Queue behaviours, one per incoming request, after any still queued."""
+        steps = [_normalise(b) for b in behaviours]
+        with self._lock:
+            self._script.extend(steps)
+        return self
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._requests.clear()
+            self._script.clear()
+
+    # -- used by the handler -------------------------------------------------------------
+
+    def _next(self, record: Callable[[str], RecordedRequest]) -> dict[str, Any]:
+        with self._lock:
+            step: dict[str, Any] = self._script.pop(0) if self._script else {"kind": "normal"}
+            self._requests.append(record(step["kind"]))
+            self._counter += 1
+            step.setdefault("_n", self._counter)
+        return step
+
+    def _completion(self, body: dict[str, Any], text: str, n: int,
+                    finish: str) -> dict[str, Any]:
+        prompt = max(1, len(json.dumps(body.get("messages"))) // 4)
+        completion = max(1, len(text) // 4)
+        return {
+            "id": f"chatcmpl-fake{n:06d}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model") or self._model,
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": finish,
+            }],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                      "total_tokens": prompt + completion},
+        }
+
+
+def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return  # keep test output clean
+
+        def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.send_header("x-request-id", "req_fake")
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(payload)
+            self.wfile.flush()
+
+        def _error(self, status: int, etype: str, code: str | None, message: str,
+                   **headers: str) -> None:
+            body = {"error": {"message": message, "type": etype, "param": None, "code": code}}
+            self._send(status, json.dumps(body).encode(), headers)
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length).decode("utf-8", "replace")
+            headers = {k.lower(): v for k, v in self.headers.items()}
+
+            def record(kind: str) -> RecordedRequest:
+                return RecordedRequest("POST", self.path, headers, raw, kind)
+
+            step = fake._next(record)
+            kind = step["kind"]
+            if self.path.split("?")[0] != "/v1/chat/completions":
+                self._error(404, "invalid_request_error", None, f"no route {self.path}")
+                return
+            sent_key = headers.get("authorization", "").removeprefix("Bearer ")
+            if fake._expected_key is not None and sent_key != fake._expected_key:
+                self._error(401, *_ERRORS["401"][1:])
+                return
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                self._error(400, "invalid_request_error", None, "body is not JSON")
+                return
+            if not isinstance(body, dict) or not {"model", "messages"} <= set(body):
+                self._error(400, "invalid_request_error", None, "model and messages required")
+                return
+            if kind in _ERRORS or kind == "error":
+                status, etype, code, message = _ERRORS.get(kind) or (
+                    int(step.get("status", 500)), str(step.get("type", "server_error")), None,
+                    str(step.get("message", "error")),
+                )
+                extra = {"retry-after": str(step.get("retry_after", 1))} if status == 429 else {}
+                self._error(status, etype, code, message, **extra)
+                return
+            if kind == "disconnect":
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            if kind == "malformed":
+                self._send(200, b'{"id": "chatcmpl-broken", "choices": [{"message": {"con')
+                return
+            if kind == "slow":
+                deadline = time.monotonic() + float(step.get("seconds", 5.0))
+                while time.monotonic() < deadline and not fake._stopping.is_set():
+                    time.sleep(0.02)
+            text = "" if kind == "empty" else step.get("text")
+            if text is None:
+                text = fake._responder(body)
+            finish = "length" if kind == "length" else "stop"
+            payload = fake._completion(body, str(text), int(step["_n"]), finish)
+            try:
+                self._send(200, json.dumps(payload).encode())
+            except OSError:
+                return  # the client gave up (timeout) while we were slow
+
+        def do_GET(self) -> None:  # GET /v1/models, as clients probe it (not scripted)
+            models = {"object": "list", "data": [{"id": fake._model, "object": "model",
+                                                  "owned_by": "hermes-host"}]}
+            self._send(200, json.dumps(models).encode())
+
+    return Handler
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve a fake OpenAI-compatible model in the foreground (Ctrl-C stops)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m hermes_host.testing.fake_openai")
+    parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: any)")
+    args = parser.parse_args(argv)
+    fake = FakeOpenAI(responder=chat_responder, port=args.port).start()
+    print(f"fake OpenAI-compatible server on {fake.base_url} (Ctrl-C stops)", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        fake.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
