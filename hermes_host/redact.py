@@ -325,10 +325,10 @@ def _sub_bearer(m: re.Match[str]) -> str:
 # Set-Cookie attributes (``Path=/``, ``HttpOnly``) stay.
 _COOKIE_RE = re.compile(
     rf"(?i)({_B}(?:set-)?cookie\\?[\"']?\s*:\s*\\?[\"']?)([^\n\r\"'\\]+)"
-    r"|(\bcurl\b[^\n]*?\s(?:-b|--cookie)\s*[\"']?)([^\s\"']+)"
     r"|(\\?\"name\\?\"\s*:\s*\\?\"(?:set-)?cookie\\?\"\s*,\s*\\?\"value\\?\"\s*:\s*\\?\")"
     r"((?:[^\"\\]|\\(?!\"))*)"
 )
+_CURL_COOKIE_RE = re.compile(rf"({_B}curl\b[^\n]*?\s(?:-b|--cookie)\s*[\"']?)([^\s\"']+)")
 _COOKIE_PAIR_RE = re.compile(r"([A-Za-z0-9_.$!#%&*+^`|~\-]+=)([^;,\s]*)")
 _COOKIE_ATTRIBUTES = frozenset(
     "path domain expires max-age samesite secure httponly priority partitioned version comment"
@@ -337,7 +337,7 @@ _COOKIE_ATTRIBUTES = frozenset(
 
 
 def _sub_cookie(m: re.Match[str]) -> str:
-    head = next(h for h in (1, 3, 5) if m.group(h) is not None)
+    head = next(h for h in range(1, len(m.groups()), 2) if m.group(h) is not None)
 
     def pair(p: re.Match[str]) -> str:
         name, val = p.group(1)[:-1], p.group(2)
@@ -406,7 +406,7 @@ def _sub_xml_secret(m: re.Match[str]) -> str:
     return f"{head}{REDACTED}"
 
 
-# A password stated in prose: "the password is Tr0ub4dor&3", "my API key: 9NNt…".  Unquoted,
+# A password stated in prose: "the password is <value>", "my API key: <value>".  Unquoted,
 # the value must look like a password (letters with digits or symbols): "the password is
 # required" and "the token is expired" are sentences, not credentials.
 _PROSE_RE = re.compile(
@@ -416,6 +416,7 @@ _PROSE_RE = re.compile(
     r"(?:\s+(?:is|was|will\s+be|should\s+be)\s*:?|\s*:)\s+)"
     r"(?:(\\?[\"'`])([^\"'`\n]{6,80})\2|([^\s\"'`]{6,80}))"
 )
+_COLOR_RE = re.compile(r"#[0-9a-fA-F]{3,8}\b")  # pygments styles: ``Token: "#f8f8f2"``
 _PROSE_SYMBOLS = frozenset("!#$%^&*+~@?=")
 
 
@@ -425,8 +426,9 @@ def _sub_prose(m: re.Match[str]) -> str:
     else:
         value, quoted = m.group(4).rstrip(".,;:!?)]}"), False
     if (REDACTED in value or _PLACEHOLDER_RE.match(value) or len(value) < 6
-            or value.startswith(("!", "&", "*", "|", ">", "$", "%", "{"))):
-        return m.group(0)  # YAML tags/anchors/block scalars, variables, templates
+            or value.startswith(("!", "&", "*", "|", ">", "$", "%", "{", "#"))
+            or _COLOR_RE.search(value)):
+        return m.group(0)  # YAML tags/anchors/block scalars, variables, templates, colours
     has_alpha = any(c.isalpha() for c in value)
     has_digit = any(c.isdigit() for c in value)
     has_symbol = any(c in _PROSE_SYMBOLS for c in value)
@@ -499,7 +501,7 @@ _SHORT_P_RE = re.compile(
     r"|((?:sshpass|(?:docker|podman|helm|oras)\s+(?:registry\s+)?login)\b[^\n]*?\s-p\s+"
     r"[\"']?)"
     r"([^\s\"']+)"
-    r"|(\bmachine\s+\S+\s+login\s+\S+\s+password\s+)(\S+)"
+    r"|(machine\s+\S+\s+login\s+\S+\s+password\s+)(\S+)"
 )
 
 
@@ -712,8 +714,8 @@ _PASSES: list[tuple[re.Pattern[str], _Sub, _Gate, tuple[_Finder, _Anchor] | None
      None),
     (_URL_USERINFO_RE, _sub_userinfo, lambda t, low: "://" in t, None),
     (_CURL_USER_RE, _sub_curl_user, lambda t, low: "curl" in low, None),
-    (_COOKIE_RE, _sub_cookie,
-     lambda t, low: "cookie" in low or (" -b" in t and "curl" in low), None),
+    (_COOKIE_RE, _sub_cookie, lambda t, low: "cookie" in low, None),
+    (_CURL_COOKIE_RE, _sub_cookie, lambda t, low: " -b" in t or "--cookie" in low, None),
     (_CONN_KEY_RE, _sub_pair, lambda t, low: any(w in low for w in _CONN_WORDS), None),
     (_DOCKER_AUTH_RE, _sub_docker_auth,
      lambda t, low: any(w in t for w in ('"auth', '"identitytoken', '"registrytoken')), None),

@@ -497,5 +497,6 @@ NEGATIVES: list[tuple[str, str]] = [
     ("placeholder", "password: ${DB_PASSWORD}"),
     ("url", "https://docs.example.test/api/v2/auth/tokens?page=2&per_page=50"),
     ("url", "https://discord.com/api/webhooks"),
+    ("style", "Token:              '#f8f8f2',  # pygments style sheet"),
     ("word", "The Key Vault (https://fake.vault.azure.net/) holds the keys."),
 ]

@@ -60,3 +60,36 @@ def test_documented_secret_form_is_redacted_in_messages_r7_1(form: Form) -> None
                          ids=[f"{k}-{i}" for i, (k, _) in enumerate(NEGATIVES)])
 def test_look_alike_is_not_redacted_r7_1(kind: str, text: str) -> None:
     assert redact(text) == text
+
+
+# Text that opens a structure and never closes it (truncated tool output), then a newline, a
+# space or a JSON ``\n`` escape: nothing after it may be hidden from the other rules.
+_UNCLOSED = [
+    "-----BEGIN PRIVATE KEY-----",
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAFAKEfakeFAKEfakeFAKEfake",
+    "-----BEGIN OPENSSH PRIVATE KEY-----\\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ",
+    "-----BEGIN PGP PRIVATE KEY BLOCK-----\nVersion: fake 1.0\n",
+    "Cookie: a=b; ", 'Authorization: "', '{"auth": "', "<password>", "the password is ",
+]
+
+
+@pytest.mark.parametrize("head", _UNCLOSED)
+@pytest.mark.parametrize("sep", ["\n", " ", "\\n"], ids=["newline", "space", "json-escape"])
+def test_an_unclosed_structure_never_hides_a_later_secret_r7_1(head: str, sep: str) -> None:
+    """Every planted secret of both corpora, after each unclosed opener (exhaustive, so a
+    leak cannot hide behind a lucky random draw)."""
+    from hermes_host.testing.secrets_corpus import secret_corpus
+
+    pairs = secret_corpus() + [(f.text, s) for f in FORMS for s in f.secrets]
+    leaked = [secret for text, secret in pairs if secret in redact(f"{head}{sep}{text}")]
+    assert leaked == []
+
+
+def test_truncated_pem_keeps_the_sshpass_line_for_the_other_rules_r7_1() -> None:
+    """Issue 13: ``-----BEGIN PRIVATE KEY-----`` with no END swallowed what followed."""
+    text = ("-----BEGIN PRIVATE KEY-----\nMIIEvAIBADANBgkqhkiG9w0BAQEFAASCFAKEfakeFAKE\n"
+            "sshpass -p 'FAKEhunter2-sshpw' ssh deploy@host uptime")
+    out = redact(text)
+    assert "MIIEvAIBADANBgkqhkiG9w0BAQEFAASC" not in out
+    assert "FAKEhunter2-sshpw" not in out
+    assert out.endswith("sshpass -p '[REDACTED]' ssh deploy@host uptime")
