@@ -34,6 +34,7 @@ from typing import Any
 from hermes_host.config import HermesConfig
 from hermes_host.messages import text_of
 from hermes_host.models import Message
+from hermes_host.redact import redact
 from hermes_host.tokens import count_messages
 
 __all__ = [
@@ -170,7 +171,9 @@ def needed_later_recall(
     needed = artifacts of ``messages[:point]`` that occur again in ``messages[point:]``,
     minus the system prompt's; visible = those that occur in ``request``.
     """
-    per_message = [extract_artifacts(message_text(m)) for m in messages]
+    # Artifacts come from the redacted text: a secret is not a fact a summary should keep
+    # (it is redacted from it, R-7.1), and the report lists missing ones by name.
+    per_message = [extract_artifacts(redact(message_text(m))) for m in messages]
     fixed = extract_artifacts(system_prompt)
     suffix: list[set[str]] = [set() for _ in range(len(per_message) + 1)]
     for i in range(len(per_message) - 1, -1, -1):
