@@ -9,12 +9,17 @@ credentials were present without carrying them.
 Rules, chosen so ordinary text survives (tested on the real transcripts):
 
 * Self-identifying tokens (``sk-ant-``, ``sk-proj-``, ``sk-``, ``ghp_``/``gho_``/``ghs_``/
-  ``ghu_``, ``github_pat_``, ``AKIA``/``ASIA``, ``AIza``, ``xoxb-``, ``hf_``, ``glpat-``,
-  ``sk_live_``/``rk_live_``, SendGrid ``SG.``, ``dop_v1_``, JWTs, PEM private-key blocks) are
-  removed whole, wherever they are.
+  ``ghu_``, ``github_pat_``, ``AKIA``/``ASIA``, ``AIza``, ``ya29.``, ``xoxb-``, ``hf_``,
+  ``glpat-``, ``sk_live_``/``rk_live_``, SendGrid ``SG.``, ``dop_v1_``, Discord and Telegram
+  bot tokens, Mailgun, Shopify, Perplexity, fal, Vault, … — docs/redaction.md lists them all),
+  JWTs and PEM private-key blocks are removed whole, wherever they are.  A PEM block without
+  its END line loses only its key-shaped lines: what follows is left to the other rules.
   Short or word-like look-alikes (``sk-learn``, ``hf_hub_download``) are not tokens: a token
   needs a minimum length and a random-looking body.
-* Headers (``Authorization:``, ``x-api-key:``), URL userinfo (``scheme://user:pass@host``,
+* Headers (``Authorization:`` with any scheme, a bare ``Bearer <token>``, ``x-api-key:``,
+  ``Cookie:``/``Set-Cookie:`` values), connection strings (Azure ``AccountKey=``, ODBC
+  ``PWD=``), docker ``config.json`` ``"auth"``, XML ``<password>``, a password stated in prose
+  ("the password is …"), URL userinfo (``scheme://user:pass@host``,
   which covers postgres/mysql/mongodb/redis/amqp URLs), ``curl -u user:pass``, password flags
   (``--password X``, ``mysql -pX``, ``sshpass -p X``, ``docker login -p X``) and ``.netrc``
   lines keep the header / scheme / user / flag and lose the credential.
@@ -32,7 +37,9 @@ Rules, chosen so ordinary text survives (tested on the real transcripts):
 All patterns are compiled once at import.  Each family has a cheap gate (a substring test on
 the lowered text) so most texts skip most patterns, and the case-insensitive assignment
 patterns are only *matched* at the positions their gate found instead of being searched
-through the whole text: ~0.1 s for the largest real transcript (600 KB).
+through the whole text; the ~70 token patterns are skipped together by one trigger scan
+on short texts.  About 1.7x the CPU time of the rule set before issue 13 (which knew ~30
+families) on the real transcripts: ~0.9 s for all 3.5 MB of them.
 """
 
 from __future__ import annotations
