@@ -42,6 +42,7 @@ from typing import Any
 from hermes_host.config import HermesConfig
 from hermes_host.messages import text_of
 from hermes_host.models import Message
+from hermes_host.redact import redact
 from hermes_host.tokens import count_messages
 
 __all__ = [
@@ -281,7 +282,9 @@ def needed_later_recall(
     that occur there outside a bare list; listed = artifacts of ``messages[:point]`` (system
     prompt's out) that occur in ``request``; tokens = the request's tokens.
     """
-    per_message = [extract_artifacts(message_text(m)) for m in messages]
+    # Artifacts come from the redacted text: a secret is not a fact a summary should keep
+    # (it is redacted from it, R-7.1), and the report lists missing ones by name.
+    per_message = [extract_artifacts(redact(message_text(m))) for m in messages]
     fixed = extract_artifacts(system_prompt)
     suffix: list[set[str]] = [set() for _ in range(len(per_message) + 1)]
     for i in range(len(per_message) - 1, -1, -1):

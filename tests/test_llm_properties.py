@@ -9,26 +9,36 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from secret_forms import FORMS
 
 from hermes_host.llm import OfflineSummarizer, SummaryJob
 from hermes_host.llm.offline import SECTIONS
 from hermes_host.redact import REDACTED, redact, redact_messages
 from hermes_host.testing.secrets_corpus import secret_corpus
 
-CORPUS = secret_corpus()
-SETTINGS = settings(max_examples=120, deadline=None,
+# The generated corpus and the hand-written one (documented formats, independent of the
+# redactor): one planted (text, secret) pair per secret substring.
+CORPUS = secret_corpus() + [(f.text, s) for f in FORMS for s in f.secrets]
+# Derandomised: every run tries the same examples, so a failure cannot come and go between
+# runs (a truncated-PEM leak once showed in ~1 of 14 random runs).  The redaction properties
+# are cheap and get many examples; the summariser ones fewer.
+SETTINGS = settings(derandomize=True, max_examples=120, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
+REDACT_SETTINGS = settings(SETTINGS, max_examples=1500)
 
 # text that looks like what agents print: code-ish words, punctuation, newlines, escapes
 _atoms = st.sampled_from([
     "token", "password", "=", ":", "\"", "'", "\\n", "\n", " ", "sk-", "ghp_", "export ",
     "key", "Bearer ", "Authorization:", "://", "@", "/", "-----BEGIN PRIVATE KEY-----",
     "AKIA", "eyJ", "{", "}", "[", "]", "#", "## Goal", "0", "x", "_", "-", ".",
+    "-----BEGIN RSA PRIVATE KEY-----\n", "Cookie: ", "Set-Cookie: ", "the password is ",
+    "AccountKey=", '"auth": "', "<password>", "/bot", ";", "PWD=", "sk-", "key=", "=",
+    "Q~", "Abc123xyz789QRS", "123456789:",
 ])
 agentish_text = st.lists(st.one_of(_atoms, st.text(max_size=12)), max_size=40).map("".join)
 
 
-@SETTINGS
+@REDACT_SETTINGS
 @given(agentish_text)
 def test_redact_is_total_and_idempotent(text: str) -> None:
     once = redact(text)
@@ -36,14 +46,15 @@ def test_redact_is_total_and_idempotent(text: str) -> None:
     assert redact(once) == once
 
 
-@SETTINGS
-@given(agentish_text, st.sampled_from(CORPUS), agentish_text)
+@REDACT_SETTINGS
+@given(agentish_text, st.sampled_from(CORPUS), agentish_text, st.sampled_from(["\n", " ", "\\n"]))
 def test_a_planted_secret_never_survives_in_any_surrounding(
-    before: str, planted: tuple[str, str], after: str
+    before: str, planted: tuple[str, str], after: str, sep: str
 ) -> None:
     text, secret = planted
-    out = redact(f"{before}\n{text}\n{after}")
+    out = redact(f"{before}{sep}{text}{sep}{after}")
     assert secret not in out
+    assert redact(out) == out
 
 
 _roles = st.sampled_from(["system", "user", "assistant", "tool", "weird", None])

@@ -40,7 +40,7 @@ from hermes_host import SelectRequest, SelectResult, hookimpl
 from hermes_host.config import parse_engine_options
 from hermes_host.messages import is_summary, strip_reference_blocks, text_of
 from hermes_host.models import Message
-from hermes_host.redact import contains_secret, redact
+from hermes_host.redact import REDACTED, contains_secret, redact
 from hermes_host.tokens import count_messages, count_text
 from hermes_retrieval.query import SearchTerm, extract_terms, names_in
 
@@ -58,6 +58,30 @@ BLOCK_END = "[END RETRIEVED CONTEXT]"
 _PREFIX_MESSAGES = 6  # a rewritten window (compression, prune) changes its first messages
 _RECENT_CHARS = 4000  # of each recent message mined for terms (tool outputs can be huge)
 _NAME_SCAN_CHARS = 2000  # of each stored message mined for the names index
+_REDACT_MARGIN = 512  # redacted past a cut, so a secret straddling it is still recognised
+_REDACTED_STEM = REDACTED.rstrip("]")  # a name cut at the marker's "]" (a URL)
+
+
+_SEP = "\n\x00\n"  # between texts redacted together: no rule matches across it
+_BATCH = 256
+
+
+def _redact_many(texts: list[str]) -> list[str]:
+    """``[redact(t) for t in texts]``, a batch at a time: one call per batch instead of one
+    per (mostly short) message.  A batch whose separators did not survive (a match spanning
+    two texts) is redacted text by text."""
+    out: list[str] = []
+    for i in range(0, len(texts), _BATCH):
+        batch = texts[i : i + _BATCH]
+        parts = redact(_SEP.join(batch)).split(_SEP)
+        out.extend(parts if len(parts) == len(batch) else (redact(t) for t in batch))
+    return out
+
+
+def _redacted_head(text: str, limit: int) -> str:
+    """The first ``limit`` chars of ``text``, redacted *before* the cut: cut first, a token
+    loses the end that makes it recognisable (or a bare value the line that names it)."""
+    return redact(text[: limit + _REDACT_MARGIN])[:limit]
 _NAMES_KEPT = 600  # ranked names kept in state for the rest of the window epoch
 KEYWORD_WEIGHT = 0.75
 """A plain keyword counts for a quarter of an exact path or error name (weight 3)."""
@@ -324,10 +348,17 @@ class Retrieval:
             return None
         counts: dict[str, int] = {}
         last_seen: dict[str, int] = {}
-        for position, stored_message in enumerate(stored[-opts.names_scan_messages :]):
-            if not isinstance(stored_message, Mapping) or stored_message.get("role") == "system":
-                continue
-            for name in names_in(text_of(stored_message)[:_NAME_SCAN_CHARS]):
+        heads = [
+            text_of(m)[: _NAME_SCAN_CHARS + _REDACT_MARGIN]
+            if isinstance(m, Mapping) and m.get("role") != "system" else ""
+            for m in stored[-opts.names_scan_messages :]
+        ]
+        # Names come from the redacted text: a bare hex id is a commit hash or the value of
+        # an ``AUTH_TOKEN=`` line, and only the line tells which.
+        for position, text in enumerate(_redact_many(heads)):
+            for name in names_in(text[:_NAME_SCAN_CHARS]):
+                if _REDACTED_STEM in name:
+                    continue
                 counts[name] = counts.get(name, 0) + 1
                 last_seen[name] = position
         ranked = sorted(counts, key=lambda n: (-counts[n], -last_seen[n], n))
@@ -414,7 +445,8 @@ class Retrieval:
             if digest in seen:
                 continue
             seen.add(digest)
-            snippet = _excerpt(content, cand.terms, opts.max_hit_chars)
+            # redacted whole, then cut: an excerpt's edge must not cut a secret's name off
+            snippet = _excerpt(redact(content), cand.terms, opts.max_hit_chars)
             if digest in window_digests or _norm(snippet.strip("… ")) in window_blob:
                 skipped += 1
                 continue

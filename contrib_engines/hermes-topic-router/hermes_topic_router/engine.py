@@ -70,6 +70,19 @@ _REQUEST_TERMS = 40  # terms kept per request
 _DIGEST_KEPT = 6  # request excerpts kept per topic (its digest)
 _DIGEST_CHARS = 160  # of each excerpt
 _REDACTED_STEM = REDACTED.rstrip("]")  # a name cut at the marker's "]" (a URL)
+_REDACT_MARGIN = 512  # redacted past a cut, so a secret straddling it is still recognised
+
+
+@functools.lru_cache(maxsize=1024)
+def _redacted(text: str) -> str:
+    """Everything the router keeps (term profiles, labels, digests) comes from redacted text:
+    its state is persisted.  Cached: one request is read by several steps of a turn."""
+    return redact(text)
+
+
+def _redacted_head(text: str, limit: int) -> str:
+    """The first ``limit`` chars of ``text``, redacted *before* the cut."""
+    return redact(text[: limit + _REDACT_MARGIN])[:limit]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -237,7 +250,7 @@ class _State:
     def new_topic(self, request: str) -> str:
         tid = f"t{self.next_id}"
         self.next_id += 1
-        words = redact(" ".join(request.split()[:8]))
+        words = " ".join(_redacted(request).split()[:8])
         self.topics[tid] = {
             "label": words[:80], "tf": {}, "requests": [], "digest": [], "turns": 0,
             "last": self.n_docs,
@@ -252,10 +265,10 @@ class _State:
         """Keep a short, redacted excerpt of the topic's newest requests: the branch's own
         digest, shown when the branch is swapped in without them."""
         topic = self.topics.get(tid)
-        text = " ".join(request.split())
+        text = " ".join(_redacted(request).split())
         if topic is None or not text:
             return
-        excerpt = redact(text[:_DIGEST_CHARS]) + ("…" if len(text) > _DIGEST_CHARS else "")
+        excerpt = text[:_DIGEST_CHARS] + ("…" if len(text) > _DIGEST_CHARS else "")
         topic["digest"] = [*topic["digest"], excerpt][-_DIGEST_KEPT:]
 
     def fold(self, tid: str, words: list[str], *, new_doc: bool) -> None:
@@ -307,7 +320,7 @@ class TopicRouter:
 
     def _classify(self, state: _State, request: str) -> _Route:
         opts = self.options
-        words = tokens(request)
+        words = tokens(_redacted(request))
         if not state.topics:
             return _Route(state.new_topic(request), "new", None, {}, "first_topic")
         if len(set(words)) < opts.min_terms and state.current is not None:
@@ -330,7 +343,7 @@ class TopicRouter:
     def _assign(self, state: _State, seg: Segment) -> _Route:
         route = self._classify(state, seg.request)
         state.turns[seg.key] = route.topic
-        state.fold(route.topic, tokens(seg.request), new_doc=True)
+        state.fold(route.topic, tokens(_redacted(seg.request)), new_doc=True)
         state.remember(route.topic, seg.request)
         state.current = route.topic
         return route
@@ -339,12 +352,12 @@ class TopicRouter:
     def _reply_words(messages: list[Message], seg: Segment) -> list[str]:
         parts: list[str] = []
         for message in messages[seg.start + 1 : seg.end]:
-            text = text_of(message)
-            if message.get("role") == "tool":
-                text = text[:_TOOL_CHARS]
+            limit = _TOOL_CHARS if message.get("role") == "tool" else _REPLY_CHARS
+            text = _redacted_head(text_of(message), limit)
             for call in message.get("tool_calls") or []:
                 fn = call.get("function") or {}
-                text += f" {fn.get('name', '')} {str(fn.get('arguments', ''))[:_TOOL_CHARS]}"
+                args = _redacted_head(str(fn.get("arguments", "")), _TOOL_CHARS)
+                text += f" {fn.get('name', '')} {args}"
             parts.append(text)
         return tokens(" ".join(parts)[:_REPLY_CHARS])
 

@@ -4,7 +4,10 @@ A pruned output must still tell the model *what happened*, not just that somethi
 ``[terminal] ran `npm test` -> exit 0, 47 lines output`` beats ``[output removed]``, because
 the model can decide from it whether to re-run the command.  One describer per tool kind
 (terminal/bash, read/write/edit file, search, web, browser) and a generic ``[name] k=v`` one.
-Every line passes through the redactor: arguments may carry credentials.
+Every line passes through the redactor: arguments may carry credentials.  Arguments and the
+excerpts quoted from outputs are redacted *before* they are flattened to one line and clipped:
+``encryption_key: X`` is a YAML line only while it starts a line, and a clipped token may lose
+the part that makes it recognisable.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from hermes_host.redact import redact
+from hermes_host.redact import redact, redact_value
 
 __all__ = ["describe_result", "parse_arguments", "tool_kind"]
 
@@ -61,7 +64,8 @@ def tool_kind(name: str, args: dict[str, Any]) -> str:
 
 def _short(value: Any, limit: int = 80) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.split())
+    # redacted before flattening (line structure) and with a margin past the cut
+    text = " ".join(redact(text[: 4 * limit + 2048]).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -143,6 +147,6 @@ _DESCRIBERS: dict[str, Callable[[str, dict[str, Any], str], str]] = {
 def describe_result(name: str | None, raw_args: Any, content: str) -> str:
     """One redacted line saying what a tool call did and what came back."""
     tool = name or "tool"
-    args = parse_arguments(raw_args)
+    args = redact_value(parse_arguments(raw_args))
     line = _DESCRIBERS[tool_kind(tool, args)](tool, args, content)
     return redact(line)
