@@ -188,6 +188,11 @@ class HermesConfig(_Section):
     group_sessions_per_user: bool = True
     sessions: SessionsSection = Field(default_factory=SessionsSection)
 
+    def store_url(self) -> str:
+        """``store.url`` as given (any installed backend's URL, or a path), else the default
+        SQLite file ``$HERMES_HOST_HOME/state.db``."""
+        return self.store.url or str(hermes_home() / "state.db")
+
     def store_path(self) -> Path:
         """The SQLite file of ``store.url`` (default ``$HERMES_HOST_HOME/state.db``).  Raises
         :class:`~hermes_host.store.StoreError` for a URL scheme this host cannot open (another

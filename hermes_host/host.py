@@ -39,7 +39,6 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from hermes_host import guards as guard_rules
@@ -242,9 +241,8 @@ class ContextHost:
         caller_owned = {name for name in (extra_plugins or {})}
         owns = not (store is not None and not isinstance(store, str | os.PathLike))
         if store is None:
-            store = config.store_path()
+            store = config.store_url()
         if isinstance(store, str | os.PathLike):
-            Path(store).expanduser().parent.mkdir(parents=True, exist_ok=True)
             store = open_store(store, lease_ttl=config.store.lease_ttl_seconds)
         host = cls(config, store, plugins, owns_store=owns)
         host._owned_plugins = [

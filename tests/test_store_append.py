@@ -10,7 +10,7 @@ import pytest
 from store_helpers import conversation
 
 from hermes_host.store import SessionNotFoundError, StateStore
-from hermes_host.store import sqlite as sqlite_store
+from hermes_host.store.sqlite import messages as sqlite_store
 from hermes_host.tokens import count_message
 
 
