@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_host.models import Message
-from hermes_host.store.base import StaleWindowError, StoreError, WindowMarker
+from hermes_host.store.base import Guards, Session, StaleWindowError, StoreError, WindowMarker
 from hermes_host.store.codec import encode_message
 from hermes_host.tokens import count_message
 
@@ -33,6 +33,7 @@ __all__ = [
     "plan_publish",
     "prepare_messages",
     "rotated_message",
+    "session_from_row",
     "split_snapshot",
     "title_base",
 ]
@@ -197,3 +198,44 @@ def encode_state(engine: str, state: dict[str, Any]) -> str:
         raise StoreError(
             f"engine {engine!r} returned state that is not JSON-serialisable: {exc}"
         ) from None
+
+
+def session_from_row(row: Any) -> Session:
+    """A :class:`Session` from a ``sessions`` row read by column name (``sqlite3.Row``, a
+    dict …) plus ``message_count`` and ``active_count``."""
+    return Session(
+        id=row["id"],
+        created_at=row["created_at"],
+        last_activity_at=row["last_activity_at"],
+        source=row["source"],
+        user_id=row["user_id"],
+        session_key=row["session_key"],
+        chat_id=row["chat_id"],
+        chat_type=row["chat_type"],
+        thread_id=row["thread_id"],
+        model=row["model"],
+        model_config=json.loads(row["model_config"] or "{}"),
+        system_prompt=row["system_prompt"],
+        parent_session_id=row["parent_session_id"],
+        conversation_id=row["conversation_id"] or row["id"],
+        title=row["title"],
+        cwd=row["cwd"],
+        goal=row["goal"],
+        ended_at=row["ended_at"],
+        end_reason=row["end_reason"],
+        archived=bool(row["archived"]),
+        pinned=bool(row["pinned"]),
+        input_tokens=int(row["input_tokens"]),
+        output_tokens=int(row["output_tokens"]),
+        cache_read_tokens=int(row["cache_read_tokens"]),
+        cache_write_tokens=int(row["cache_write_tokens"]),
+        reasoning_tokens=int(row["reasoning_tokens"]),
+        cost_usd=float(row["cost_usd"]),
+        compression_count=int(row["compression_count"]),
+        guards=Guards(
+            row["cooldown_until"], row["fallback_streak"], row["ineffective_count"],
+            row["ineffective_tokens"],
+        ),
+        message_count=int(row["message_count"]),
+        active_count=int(row["active_count"]),
+    )

@@ -11,13 +11,12 @@ from typing import Any
 
 from hermes_host.store.base import (
     Conversation,
-    Guards,
     Session,
     SessionNotFoundError,
     StoreError,
     TitleConflictError,
 )
-from hermes_host.store.rules import numbered_titles, title_base
+from hermes_host.store.rules import numbered_titles, session_from_row, title_base
 from hermes_host.store.sqlite._base import SQLiteBase, errors
 
 __all__ = ["SessionRooms", "numbered"]
@@ -43,42 +42,7 @@ class SessionRooms(SQLiteBase):
 
     @staticmethod
     def _session(row: sqlite3.Row) -> Session:
-        return Session(
-            id=row["id"],
-            created_at=row["created_at"],
-            last_activity_at=row["last_activity_at"],
-            source=row["source"],
-            user_id=row["user_id"],
-            session_key=row["session_key"],
-            chat_id=row["chat_id"],
-            chat_type=row["chat_type"],
-            thread_id=row["thread_id"],
-            model=row["model"],
-            model_config=json.loads(row["model_config"] or "{}"),
-            system_prompt=row["system_prompt"],
-            parent_session_id=row["parent_session_id"],
-            conversation_id=row["conversation_id"] or row["id"],
-            title=row["title"],
-            cwd=row["cwd"],
-            goal=row["goal"],
-            ended_at=row["ended_at"],
-            end_reason=row["end_reason"],
-            archived=bool(row["archived"]),
-            pinned=bool(row["pinned"]),
-            input_tokens=row["input_tokens"],
-            output_tokens=row["output_tokens"],
-            cache_read_tokens=row["cache_read_tokens"],
-            cache_write_tokens=row["cache_write_tokens"],
-            reasoning_tokens=row["reasoning_tokens"],
-            cost_usd=row["cost_usd"],
-            compression_count=row["compression_count"],
-            guards=Guards(
-                row["cooldown_until"], row["fallback_streak"], row["ineffective_count"],
-                row["ineffective_tokens"],
-            ),
-            message_count=row["message_count"],
-            active_count=row["active_count"],
-        )
+        return session_from_row(row)
 
     def _fetch_sessions(self, where: str, params: Sequence[Any]) -> list[Session]:
         cur = self._conn().cursor()
