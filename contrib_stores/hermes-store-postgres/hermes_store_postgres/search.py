@@ -19,10 +19,9 @@ from __future__ import annotations
 from typing import Any
 
 from hermes_host.store import SearchHit, StoredMessage
+from hermes_host.store import query as _query
 from hermes_host.store.codec import STORED_COLUMNS, stored_from_row
 from hermes_host.store.query import (
-    RANK_CAP,
-    SHORT_SCAN_ROWS,
     query_words,
     search_limit,
     short_needle,
@@ -62,14 +61,14 @@ def _words(conn: Conn, words: list[str], any_word: bool, scope: list[str] | None
     base = f"FROM messages m, ({'SELECT ' + expression} AS query) q WHERE {where}"
     counted = conn.execute(
         f"SELECT count(*) FROM (SELECT 1 {base} LIMIT %s) c".encode(),
-        [*params, *where_params, RANK_CAP + 1],
+        [*params, *where_params, _query.RANK_CAP + 1],
     ).fetchone()
     matching = int(counted[0]) if counted else 0
     if not matching:
         return []
     # Ranking costs time per matching row: a term matching more than RANK_CAP rows is
     # answered with its most recent hits (still scored).
-    order = "score" if matching <= RANK_CAP else "m.id DESC"
+    order = "score" if matching <= _query.RANK_CAP else "m.id DESC"
     rows = conn.execute(
         f"SELECT m.id, -ts_rank(m.search_vector, q.query) AS score {base} "
         f"ORDER BY {order} LIMIT %s".encode(),
@@ -96,7 +95,7 @@ def _short(conn: Conn, needle: str, scope: list[str] | None, limit: int) -> list
         "SELECT id FROM (SELECT m.id, m.content FROM messages m WHERE m.role <> 'tool'"
         f"{where} ORDER BY m.id DESC LIMIT %s) recent "
         "WHERE strpos(lower(content), lower(%s)) > 0 ORDER BY id DESC LIMIT %s".encode(),
-        [*params, SHORT_SCAN_ROWS, needle, limit],
+        [*params, _query.SHORT_SCAN_ROWS, needle, limit],
     ).fetchall()
     return [int(r[0]) for r in rows]
 

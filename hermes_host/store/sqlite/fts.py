@@ -22,6 +22,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from hermes_host.store import query as _query
 from hermes_host.store.base import SearchHit, StoredMessage
 from hermes_host.store.codec import STORED_COLUMNS, stored_from_row
 from hermes_host.store.query import (
@@ -90,7 +91,7 @@ def scan_recent(
         f"SELECT id FROM ({inner} ORDER BY id DESC LIMIT ?) WHERE {test} "
         "ORDER BY id DESC LIMIT ?"
     )
-    return [int(r[0]) for r in conn.execute(sql, [*params, SHORT_SCAN_ROWS, folded, limit])]
+    return [int(r[0]) for r in conn.execute(sql, [*params, _query.SHORT_SCAN_ROWS, folded, limit])]
 
 
 def _folded_contains(content: object, needle: object) -> bool:
@@ -197,11 +198,11 @@ def match(
     try:
         matching = conn.execute(
             f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {where} LIMIT ?)",
-            [*params, RANK_CAP + 1],
+            [*params, _query.RANK_CAP + 1],
         ).fetchone()[0]
         if not matching:
             return []
-        order = f"{table}.rank" if matching <= RANK_CAP else f"{table}.rowid DESC"
+        order = f"{table}.rank" if matching <= _query.RANK_CAP else f"{table}.rowid DESC"
         if scope is not None:
             join = f"JOIN messages m ON m.id = {table}.rowid "
             where += f" AND m.session_id IN ({', '.join('?' * len(scope))})"
