@@ -100,8 +100,9 @@ class PostgresBase:
         params["options"] = f"{params['options']} {path}" if params.get("options") else path
         params.setdefault("application_name", "hermes-host")
         params.setdefault("connect_timeout", "10")
+        self._conninfo = make_conninfo("", **params)
         self._pool: ConnectionPool[Conn] = ConnectionPool(
-            make_conninfo("", **params),
+            self._conninfo,
             min_size=self.settings.pool_min,
             max_size=self.settings.pool_max,
             timeout=self.settings.pool_timeout,
@@ -114,9 +115,11 @@ class PostgresBase:
 
     def _open(self) -> None:
         try:
-            self._pool.open(wait=True, timeout=self.settings.pool_timeout)
-            with self._pool.connection() as conn:
+            # One direct connection first: a refused login or an unreachable server fails
+            # now with the server's own reason (a pool would only report a timeout).
+            with psycopg.connect(self._conninfo, autocommit=True) as conn:
                 migrate(conn, self.schema, self.location)
+            self._pool.open(wait=True, timeout=self.settings.pool_timeout)
         except BaseException as exc:
             self._pool.close()
             if isinstance(exc, psycopg.Error | PoolTimeout):

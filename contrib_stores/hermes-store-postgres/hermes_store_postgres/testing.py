@@ -168,6 +168,17 @@ class TestServer:
             args += ["-m", "fast"]
         self._run(*args)
 
+    def stop_server(self) -> None:
+        """Stop the server (it keeps its data); :meth:`start_server` brings it back."""
+        if not self.managed:
+            raise ServerUnavailable(f"the server of {URL_ENV} is not ours to stop")
+        self._pg_ctl("stop")
+
+    def start_server(self) -> None:
+        if not self.managed:
+            raise ServerUnavailable(f"the server of {URL_ENV} is not ours to start")
+        self._pg_ctl("start")
+
     def restart(self) -> None:
         """Restart the server (every open connection breaks)."""
         if not self.managed:
