@@ -26,6 +26,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import psycopg
@@ -121,7 +122,7 @@ class TestServer:
             raise
         return server
 
-    def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def _run(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
         cmd = [str(a) for a in args]
         if self._os_user is not None:
             if shutil.which("runuser"):
@@ -132,7 +133,7 @@ class TestServer:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
         if done.returncode != 0:
             raise ServerUnavailable(
-                f"{' '.join(args[:2])} failed ({done.returncode}): "
+                f"{' '.join(str(a) for a in args[:2])} failed ({done.returncode}): "
                 f"{(done.stderr or done.stdout).strip()[-2000:]}"
             )
         return done
@@ -198,7 +199,7 @@ class TestServer:
 
     # -- role, database, schemas ------------------------------------------------------------
 
-    def admin(self, database: str | None = None) -> psycopg.Connection[tuple[object, ...]]:
+    def admin(self, database: str | None = None) -> psycopg.Connection[tuple[Any, ...]]:
         url = self.admin_url
         if database is not None:
             parts = urlsplit(url)
