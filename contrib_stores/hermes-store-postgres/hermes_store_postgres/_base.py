@@ -134,15 +134,33 @@ class PostgresBase:
     # -- connections and transactions -------------------------------------------------------
 
     @contextmanager
+    def _connection(self) -> Iterator[Conn]:
+        """A pooled connection; when the pool cannot deliver one in ``pool_timeout`` (the
+        server was down and the pool is still backing off its reconnects, or every
+        connection is busy), one direct connection: it either works — the turn goes on —
+        or fails with the server's own reason instead of a bare timeout."""
+        entered = False
+        try:
+            with self._pool.connection() as conn:
+                entered = True
+                yield conn
+            return
+        except PoolTimeout:
+            if entered:
+                raise
+        with psycopg.connect(self._conninfo, autocommit=True) as conn:
+            yield conn
+
+    @contextmanager
     def _read(self) -> Iterator[Conn]:
         """A connection for single-statement reads (autocommit)."""
-        with self._pool.connection() as conn:
+        with self._connection() as conn:
             yield conn
 
     @contextmanager
     def _tx(self) -> Iterator[Conn]:
         """One transaction: all of it commits, or none of it."""
-        with self._pool.connection() as conn, conn.transaction():
+        with self._connection() as conn, conn.transaction():
             yield conn
 
     def close(self) -> None:
