@@ -85,6 +85,7 @@ _COMMANDS: list[tuple[str, str]] = [
     ("replay", "replay"),
     ("demo", "demo"),
     ("sessions", "sessions"),
+    ("store_cmd", "store"),
     ("eval", "eval_cmd"),
     ("import_cmd", "import_transcript"),
     ("chat", "chat"),

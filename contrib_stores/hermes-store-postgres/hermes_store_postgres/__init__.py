@@ -14,6 +14,11 @@ options (``schema``, ``pool_min``, ``pool_max``, ``pool_timeout``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from psycopg import sql
+
 from hermes_host.models import HistoryReader
 from hermes_host.store import SearchHit
 from hermes_host.store.query import BOOKEND_MESSAGES
@@ -32,6 +37,56 @@ class PostgresStore(PublishRooms):
 
     def __enter__(self) -> PostgresStore:
         return self
+
+    # -- whole-history transfer (hermes_host.store.transfer) --------------------------------
+
+    @errors("exporting rows")
+    def export_rows(
+        self, table: str, columns: Sequence[str], batch: int
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        """Rows of ``table`` by primary key, in batches (a server-side cursor)."""
+        key = ["session_id", "engine"] if table == "engine_state" else ["id"]
+        query = sql.SQL("SELECT {} FROM {} ORDER BY {}").format(
+            sql.SQL(", ").join(map(sql.Identifier, columns)), sql.Identifier(table),
+            sql.SQL(", ").join(map(sql.Identifier, key)))
+        with self._tx() as conn, conn.cursor(name="hermes_export") as cur:
+            cur.itersize = max(1, batch)
+            cur.execute(query)
+            while rows := cur.fetchmany(max(1, batch)):
+                yield [tuple(r) for r in rows]
+
+    @errors("importing rows")
+    def import_rows(
+        self, table: str, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]
+    ) -> None:
+        """Insert rows exactly as given (ids kept: ``OVERRIDING SYSTEM VALUE``) with COPY,
+        in one transaction."""
+        overriding = "OVERRIDING SYSTEM VALUE " if table == "messages" else ""
+        with self._tx() as conn:
+            if table == "messages":
+                names = sql.SQL(", ").join(map(sql.Identifier, columns))
+                conn.execute(sql.SQL(
+                    "CREATE TEMP TABLE IF NOT EXISTS hermes_import "
+                    "(LIKE messages INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"))
+                with conn.cursor().copy(sql.SQL("COPY hermes_import ({}) FROM STDIN").format(
+                        names)) as copy:
+                    for row in rows:
+                        copy.write_row(row)
+                conn.execute(sql.SQL("INSERT INTO messages ({}) " + overriding +
+                                     "SELECT {} FROM hermes_import").format(names, names))
+                return
+            with conn.cursor().copy(sql.SQL("COPY {} ({}) FROM STDIN").format(
+                    sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns)))
+            ) as copy:
+                for row in rows:
+                    copy.write_row(row)
+
+    @errors("finishing an import")
+    def finish_import(self) -> None:
+        """Move the message id sequence past the imported ids."""
+        with self._tx() as conn:
+            conn.execute("SELECT setval(pg_get_serial_sequence('messages', 'id'), "
+                         "coalesce((SELECT max(id) FROM messages), 0) + 1, false)")
 
     @errors("searching")
     def session_search(

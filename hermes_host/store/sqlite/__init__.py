@@ -10,8 +10,9 @@ module (search, recap, history reader).  :mod:`.schema` holds the versioned migr
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from hermes_host.models import HistoryReader
 from hermes_host.store.base import DEFAULT_LEASE_TTL, SearchHit, StoreError
@@ -57,6 +58,33 @@ class SQLiteStore(PublishRooms):
 
     def __enter__(self) -> SQLiteStore:
         return self
+
+    # -- whole-history transfer (hermes_host.store.transfer) --------------------------------
+
+    @errors("exporting rows")
+    def export_rows(
+        self, table: str, columns: Sequence[str], batch: int
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        """Rows of ``table`` (a name from ``transfer.COLUMNS``) by primary key, in batches."""
+        key = "session_id, engine" if table == "engine_state" else "id"
+        cursor = self._conn().execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {key}")
+        while rows := cursor.fetchmany(max(1, batch)):
+            yield [tuple(r) for r in rows]
+
+    @errors("importing rows")
+    def import_rows(
+        self, table: str, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]
+    ) -> None:
+        """Insert rows exactly as given (ids kept) in one transaction."""
+        marks = ", ".join("?" * len(columns))
+        with self._tx() as conn:
+            conn.executemany(
+                f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows
+            )
+
+    def finish_import(self) -> None:
+        """Index what the import wrote for substring search."""
+        self.index_pending()
 
     # -- search -----------------------------------------------------------------------------
 
