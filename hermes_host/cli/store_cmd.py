@@ -14,7 +14,14 @@ import json
 import sys
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from hermes_host.store import StoreError, open_store
 from hermes_host.store.registry import redact_url
@@ -55,7 +62,7 @@ def migrate(source: str, target: str, into_nonempty: bool, batch: int, as_json: 
         fail(f"--to: {exc}")
     bar = Progress(TextColumn("{task.description:<14}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), disable=as_json)
-    tasks: dict[str, int] = {}
+    tasks: dict[str, TaskID] = {}
 
     def progress(stage: str, done: int, total: int) -> None:
         if stage not in tasks:
@@ -67,7 +74,7 @@ def migrate(source: str, target: str, into_nonempty: bool, batch: int, as_json: 
             report = migrate_history(src, dst, into_nonempty=into_nonempty, batch=batch,
                                      progress=progress)
     except StoreError as exc:
-        fail(exc)
+        fail(str(exc))
     finally:
         src.close()
         dst.close()
