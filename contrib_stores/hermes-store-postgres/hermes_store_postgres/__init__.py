@@ -26,7 +26,7 @@ from hermes_host.store.reader import StoreHistoryReader
 from hermes_host.store.recap import format_recap
 from hermes_store_postgres._base import errors
 from hermes_store_postgres.publish import PublishRooms
-from hermes_store_postgres.schema import LATEST_VERSION
+from hermes_store_postgres.schema import LATEST_VERSION, SEARCH_VECTOR
 from hermes_store_postgres.search import run_search
 
 __all__ = ["LATEST_VERSION", "PostgresStore"]
@@ -68,12 +68,16 @@ class PostgresStore(PublishRooms):
                 conn.execute(sql.SQL(
                     "CREATE TEMP TABLE IF NOT EXISTS hermes_import "
                     "(LIKE messages INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"))
+                conn.execute("ALTER TABLE hermes_import ALTER COLUMN search_vector "
+                             "DROP NOT NULL")
                 with conn.cursor().copy(sql.SQL("COPY hermes_import ({}) FROM STDIN").format(
                         names)) as copy:
                     for row in rows:
                         copy.write_row(row)
-                conn.execute(sql.SQL("INSERT INTO messages ({}) " + overriding +
-                                     "SELECT {} FROM hermes_import").format(names, names))
+                vector = sql.SQL(SEARCH_VECTOR.format(content="content"))
+                conn.execute(sql.SQL("INSERT INTO messages ({}, search_vector) " + overriding +
+                                     "SELECT {}, {} FROM hermes_import").format(
+                                         names, names, vector))
                 return
             with conn.cursor().copy(sql.SQL("COPY {} ({}) FROM STDIN").format(
                     sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns)))

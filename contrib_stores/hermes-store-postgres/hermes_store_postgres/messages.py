@@ -18,6 +18,7 @@ from hermes_host.store import Guards, StaleSessionError, StoredMessage, WindowMa
 from hermes_host.store.codec import ROW_COLUMNS, STORED_COLUMNS, decode_row, stored_from_row
 from hermes_host.store.rules import Prepared, encode_state, prepare_messages, rotated_message
 from hermes_store_postgres._base import MSG_COLS, NOW, WINDOW_ORDER, Conn, errors
+from hermes_store_postgres.schema import SEARCH_VECTOR
 from hermes_store_postgres.sessions import SessionRooms
 
 __all__ = ["MessageRooms"]
@@ -27,8 +28,10 @@ _UNNEST = ", ".join(
     ["%s::bigint[]", "%s::integer[]"] + [f"%s::{_TYPES.get(c, 'text')}[]" for c in ROW_COLUMNS]
 )
 _INSERT = (
-    f"INSERT INTO messages (session_id, timestamp, seq, token_count, {MSG_COLS}) "
-    f"SELECT %s, %s, %s + u.pos, u.tokens, {', '.join('u.' + c for c in ROW_COLUMNS)} "
+    f"INSERT INTO messages (session_id, timestamp, seq, token_count, {MSG_COLS}, "
+    "search_vector) "
+    f"SELECT %s, %s, %s + u.pos, u.tokens, {', '.join('u.' + c for c in ROW_COLUMNS)}, "
+    f"{SEARCH_VECTOR.format(content='u.content')} "
     f"FROM unnest({_UNNEST}) AS u(pos, tokens, {MSG_COLS}) ORDER BY u.pos "
     "RETURNING id, seq"
 ).encode()
