@@ -53,6 +53,7 @@ def test_many_hosts_append_and_compress_one_session_losing_nothing_issue_16(
         for proc in procs:
             if proc.poll() is None:
                 proc.kill()
+                proc.communicate(timeout=10)
     rows = pg_store.all_messages(session.id)
     contents = Counter(r.message["content"] for r in rows)
     expected = {f"w{n} message {i}" for n in range(4) for i in range(40)}
@@ -81,10 +82,11 @@ def test_a_killed_host_s_lease_expires_and_another_host_takes_over_issue_16(
         assert proc.stdout is not None
         held = json.loads(proc.stdout.readline())
         proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
+        proc.communicate(timeout=10)  # reaps it and closes its pipes
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.communicate(timeout=10)
     deferred = pg_store.acquire_lease(session.id)
     assert isinstance(deferred, Deferred) and deferred.holder == held["holder"]
     assert "host:far-away-host/" in deferred.message  # the holder is identifiable
