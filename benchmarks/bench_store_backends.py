@@ -34,7 +34,7 @@ from typing import Any
 from _targets import Targets
 from bench_store import COMMON, Corpus, percentile
 
-from hermes_host.store import Lease, StateStore, open_store
+from hermes_host.store import Lease, open_store
 from hermes_host.tokens import count_text
 
 APPEND_TARGET = 20_000
