@@ -48,7 +48,14 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
 
-class CompressionSettings(_Model):
+class _Settings(_Model):
+    """A section of ``config.yaml``: strict types, so a quoted ``"0.5"`` or ``"yes"`` is an
+    error instead of being coerced (issue 12)."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, strict=True)
+
+
+class CompressionSettings(_Settings):
     """The user's ``compression:`` section of ``config.yaml`` (SPEC R-4.5, R-12.2).
 
     The host passes it to ``should_compress`` and ``compress`` so that an engine honours the
@@ -81,7 +88,7 @@ class CompressionSettings(_Model):
     )
 
 
-class SummarizerSettings(_Model):
+class SummarizerSettings(_Settings):
     """The user's ``summarizer:`` section: which auxiliary LLM writes summaries (R-14.7).
 
     ``provider`` names a model provider of the ``hermes_host.model_providers`` entry-point
