@@ -41,6 +41,7 @@ from hermes_host.models import CompressionSettings, SummarizerSettings, check_ap
 from hermes_host.store import store_file
 
 __all__ = [
+    "MAX_YAML_NODES",
     "UNKNOWN_OPTION",
     "ConfigError",
     "HermesConfig",
@@ -48,6 +49,7 @@ __all__ = [
     "hermes_home",
     "load_config",
     "parse_engine_options",
+    "read_config_data",
 ]
 
 M = TypeVar("M", bound=BaseModel)
@@ -294,7 +296,7 @@ def _short(value: Any) -> str:
     return _REPR.repr(value)
 
 
-def _cut(text: str, limit: int = 200) -> str:
+def _cut(text: str, limit: int = 500) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -359,8 +361,8 @@ def parse_engine_options(
       <type>")``;
     * otherwise every problem is listed, joined with ``"; "``: a key the model does not declare
       as ``engines.<engine>.<key>: unknown option; allowed: a, b, c`` (the wording is
-      ``unknown``, formatted with ``allowed``), any other as ``engines.<engine>.<key>: <pydantic
-      message>``.
+      ``unknown``, formatted with ``allowed``; `` (did you mean 'size'?)`` follows when a
+      declared key is close), any other as ``engines.<engine>.<key>: <pydantic message>``.
 
     ``error`` is called with the message alone; pass your own exception class (a ``ValueError``
     subclass is a good choice) so that callers can catch your engine's errors specifically.
@@ -377,7 +379,8 @@ def parse_engine_options(
         for err in exc.errors():
             key = ".".join(str(p) for p in err["loc"]) or "(options)"
             if err["type"] == "extra_forbidden":
-                problems.append(f"engines.{engine}.{key}: " + unknown.format(allowed=allowed))
+                problems.append(f"engines.{engine}.{key}: " + unknown.format(allowed=allowed)
+                                + _did_you_mean(str(err["loc"][-1]), model.model_fields))
             else:
                 problems.append(f"engines.{engine}.{key}: {err['msg']}")
         raise error("; ".join(problems)) from None
@@ -404,6 +407,25 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return _cut(str(exc), 400)
 
 
+def read_config_data(path: str | os.PathLike[str] | None = None) -> Any:
+    """The parsed YAML of the config :func:`find_config_path` finds (``None``: no file),
+    not yet validated.  Raises :class:`ConfigError` for a file that cannot be read or parsed
+    (bounded: duplicate keys and alias bombs are parse errors)."""
+    found = find_config_path(path)
+    if found is None:
+        return None
+    try:
+        text = found.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{found}: config file not found", path=found) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{found}: cannot read config file: {exc}", path=found) from None
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{found}: not valid YAML: {_yaml_problem(exc)}", path=found) from None
+
+
 def load_config(path: str | os.PathLike[str] | None = None) -> HermesConfig:
     """Load and validate the config found by :func:`find_config_path` (defaults if none).
 
@@ -413,16 +435,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> HermesConfig:
     found = find_config_path(path)
     if found is None:
         return HermesConfig()
-    try:
-        text = found.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{found}: config file not found", path=found) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{found}: cannot read config file: {exc}", path=found) from None
-    try:
-        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{found}: not valid YAML: {_yaml_problem(exc)}", path=found) from None
+    data = read_config_data(found)
     try:
         return parse_config(data, str(found))
     except ConfigError as exc:
