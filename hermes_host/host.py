@@ -35,6 +35,7 @@ from __future__ import annotations
 import datetime as _dt
 import itertools
 import json
+import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -93,6 +94,8 @@ __all__ = [
     "TurnOutcome",
     "reset_due",
 ]
+
+log = logging.getLogger(__name__)
 
 COMPACTING_MARKER = "🗜️ Compacting context — summarizing earlier conversation..."
 """Shown when a compression pass starts (R-10.4)."""
@@ -494,6 +497,7 @@ class Session:
         self.normalised = Normalisation()
         self.last_select: list[dict[str, Any]] = []
         self.last_prompt_tokens: int | None = None
+        self.window_warning: str | None = None  # set by build_request (issue 12)
         self._last_base: tuple[int, list[str]] | None = None
         self._last_base_messages: list[Message] = []
         self.events: list[str] = []
@@ -696,7 +700,24 @@ class Session:
                 request, _ = repair_tool_pairs(request)
             if _needs_merge(request):
                 request, _ = normalize_alternation(request)
-        return sanitize_for_wire(request)
+        wire = sanitize_for_wire(request)
+        self._check_fits(wire, unchanged=request is base)
+        return wire
+
+    def _check_fits(self, request: list[Message], *, unchanged: bool) -> None:
+        """A request larger than the model's window is logged at WARNING and noted in
+        :meth:`status` (``window_warning``) — e.g. when ``end_turn`` was skipped so nothing
+        compressed (issue 12); the host still returns it, the caller decides."""
+        limit = self.host.config.model.context_length
+        tokens = self.window_tokens if unchanged else self.host.tokens.count_all(request)
+        if tokens <= limit:
+            self.window_warning = None
+            return
+        self.window_warning = (
+            f"the last request was {tokens:,} tokens, over the model's context window of "
+            f"{limit:,} (is end_turn() called after each turn?)"
+        )
+        log.warning("session %s: %s", self.id, self.window_warning)
 
     def _select(self, base: list[Message]) -> list[Message]:
         host = self.host
@@ -821,9 +842,7 @@ class Session:
                     # The durable guards bind every engine (R-5): never thrash or ignore a
                     # cooldown because an engine forgot to look.
                     return (
-                        CompressDecision(
-                            compress=False, reason=blocked, threshold_tokens=value.threshold_tokens
-                        ),
+                        value.model_copy(update={"compress": False, "reason": blocked}),
                         f"engine:{engine}+guards",
                     )
                 return value, f"engine:{engine}"
@@ -1110,10 +1129,9 @@ class Session:
         model = host.config.model
         tokens = self.window_tokens
         guards = self._guards()
-        decision = guard_rules.host_decision(
-            tokens=tokens, context_length=model.context_length,
-            settings=host.config.compression, guards=guards, model=model.name,
-        )
+        # the threshold is the one the decision uses: ask it as end_turn would (issue 12)
+        decision, decided_by = self._decide(self.window(), tokens, self.last_prompt_tokens,
+                                            guards)
         return {
             "session_id": self.id,
             "conversation_id": self.conversation_id,
@@ -1123,6 +1141,9 @@ class Session:
             "context_length": model.context_length,
             "context_used": round(tokens / model.context_length, 4),
             "threshold_tokens": decision.threshold_tokens,
+            "threshold": {"tokens": decision.threshold_tokens, "decided_by": decided_by,
+                          **(decision.threshold_rule or {})},
+            "window_warning": self.window_warning,
             "blocked": guard_rules.blocked_reason(guards, tokens, model.context_length),
             "messages": len(self._window),
             "compression_count": self.compression_count,

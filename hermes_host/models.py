@@ -201,6 +201,11 @@ class CompressDecision(_Model):
         None, description="Why not (e.g. 'below_threshold', 'cooldown:42', 'ineffective')."
     )
     threshold_tokens: int | None = None
+    threshold_rule: dict[str, float | int | None] | None = Field(
+        None,
+        description="Optional: how threshold_tokens was derived, e.g. configured_percent, "
+        "floor_percent, cap_tokens, output_reservation, tiny_window_percent (status shows it).",
+    )
 
 
 SummaryOutcome = Literal[
