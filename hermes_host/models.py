@@ -62,7 +62,12 @@ class CompressionSettings(_Settings):
     user's settings without reading config files itself.
     """
 
-    threshold_percent: float = Field(0.50, gt=0, le=1)
+    threshold_percent: float = Field(
+        0.50, gt=0, le=1,
+        description="Trigger ratio of the context window (R-4.2). The default compressor "
+        "uses at least 0.75 under 512K tokens and keeps max_output_tokens free: see "
+        "lifecycle.md, 'When compression triggers'.",
+    )
     threshold_tokens: int | None = Field(
         None, gt=0, description="Absolute cap on the trigger threshold (R-4.2)."
     )
