@@ -246,8 +246,7 @@ class ContextHost:
         owns = not (store is not None and not isinstance(store, str | os.PathLike))
         if store is None:
             store = config.store_path()
-        if isinstance(store, str | os.PathLike):
-            Path(store).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(store, str | os.PathLike):  # the store creates its directory
             store = open_store(store, lease_ttl=config.store.lease_ttl_seconds)
         host = cls(config, store, plugins, owns_store=owns)
         host._owned_plugins = [
