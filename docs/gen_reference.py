@@ -104,8 +104,7 @@ def _doc(model: type[BaseModel]) -> str:
 
 
 def config_reference() -> str:
-    from hermes_host.config import HermesConfig
-    from hermes_host.config import MAX_YAML_NODES
+    from hermes_host.config import MAX_YAML_NODES, HermesConfig
     from hermes_host.hookspecs import DEFAULT_TIMEOUTS
 
     out = [

@@ -239,7 +239,7 @@ class _StrictLoader(yaml.SafeLoader):
         for key_node, _value in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 continue  # ``<<: *base`` keys may be overridden, that is their purpose
-            key = self.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+            key = self.construct_object(key_node, deep=True)
             try:
                 first = seen.get(key)
             except TypeError:  # an unhashable key: the base constructor words that error
@@ -421,7 +421,7 @@ def read_config_data(path: str | os.PathLike[str] | None = None) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{found}: cannot read config file: {exc}", path=found) from None
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise ConfigError(f"{found}: not valid YAML: {_yaml_problem(exc)}", path=found) from None
 

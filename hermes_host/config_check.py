@@ -108,8 +108,10 @@ def _selection_only(explicit: Path | None) -> HermesConfig | None:
 
 def _selection_problems(cfg: HermesConfig, infos: list[PluginInfo]) -> list[str]:
     """Every selected engine that no installed distribution provides."""
-    by_key = {(i.kind, i.name): i for i in infos}
-    hidden = {(i.kind, i.name): i for i in discover() if i.status == "disabled"}
+    by_key: dict[tuple[str, str], PluginInfo] = {(i.kind, i.name): i for i in infos}
+    hidden: dict[tuple[str, str], PluginInfo] = {
+        (i.kind, i.name): i for i in discover() if i.status == "disabled"
+    }
     return [
         str(_unknown_engine(cfg, name, by_key, hidden, {}))
         for name in cfg.context.engine_names()
