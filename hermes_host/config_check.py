@@ -144,11 +144,14 @@ def _block_problems(cfg: HermesConfig, infos: list[PluginInfo]) -> list[str]:
     by_name = {i.name: i for i in infos if i.kind == "engine"}
     for name in unselected:
         info = by_name[name]
+        if name in failed or name not in imported:
+            why = _error_text(failed[name]) if name in failed else "entry point not found"
+            problems.append(f"engines.{name} (not selected): engine {info.describe()} does "
+                            f"not import, so its options cannot be checked: {why}")
+            continue
         try:
-            if name in failed:
-                raise failed[name]
             _instantiate(info, imported[name], _options_for(cfg, "engine", name))
-        except Exception as exc:  # the engine's own options error, or an import failure
+        except Exception as exc:  # the engine's own options error
             problems.append(
                 f"engines.{name} (not selected): engine {info.describe()} rejects these "
                 f"options: {_error_text(exc)}"
