@@ -496,6 +496,7 @@ class Session:
         self.last_select: list[dict[str, Any]] = []
         self.last_prompt_tokens: int | None = None
         self.window_warning: str | None = None  # set by build_request (issue 12)
+        self.last_decision: tuple[CompressDecision, str] | None = None  # end_turn's, for status
         self._last_base: tuple[int, list[str]] | None = None
         self._last_base_messages: list[Message] = []
         self.events: list[str] = []
@@ -772,6 +773,7 @@ class Session:
         tokens = self.window_tokens
         guards = self._guards()
         decision, decided_by = self._decide(base, tokens, prompt_tokens, guards)
+        self.last_decision = (decision, decided_by)
         outcome = TurnOutcome(
             session_id=self.id, decision=decision, decided_by=decided_by, window_tokens=tokens
         )
@@ -1127,9 +1129,12 @@ class Session:
         model = host.config.model
         tokens = self.window_tokens
         guards = self._guards()
-        # the threshold is the one the decision uses: ask it as end_turn would (issue 12)
-        decision, decided_by = self._decide(self.window(), tokens, self.last_prompt_tokens,
-                                            guards)
+        # the threshold is the one the decision uses (issue 12): the last end_turn's, or
+        # before the first one, asked as end_turn would ask (status never calls it again)
+        if self.last_decision is None:
+            self.last_decision = self._decide(self.window(), tokens, self.last_prompt_tokens,
+                                              guards)
+        decision, decided_by = self.last_decision
         return {
             "session_id": self.id,
             "conversation_id": self.conversation_id,
