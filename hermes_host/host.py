@@ -35,11 +35,11 @@ from __future__ import annotations
 import datetime as _dt
 import itertools
 import json
+import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from hermes_host import guards as guard_rules
@@ -93,6 +93,8 @@ __all__ = [
     "TurnOutcome",
     "reset_due",
 ]
+
+log = logging.getLogger(__name__)
 
 COMPACTING_MARKER = "🗜️ Compacting context — summarizing earlier conversation..."
 """Shown when a compression pass starts (R-10.4)."""
@@ -243,8 +245,7 @@ class ContextHost:
         owns = not (store is not None and not isinstance(store, str | os.PathLike))
         if store is None:
             store = config.store_path()
-        if isinstance(store, str | os.PathLike):
-            Path(store).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(store, str | os.PathLike):  # the store creates its directory
             store = open_store(store, lease_ttl=config.store.lease_ttl_seconds)
         host = cls(config, store, plugins, owns_store=owns)
         host._owned_plugins = [
@@ -494,6 +495,8 @@ class Session:
         self.normalised = Normalisation()
         self.last_select: list[dict[str, Any]] = []
         self.last_prompt_tokens: int | None = None
+        self.window_warning: str | None = None  # set by build_request (issue 12)
+        self.last_decision: tuple[CompressDecision, str] | None = None  # end_turn's, for status
         self._last_base: tuple[int, list[str]] | None = None
         self._last_base_messages: list[Message] = []
         self.events: list[str] = []
@@ -696,7 +699,24 @@ class Session:
                 request, _ = repair_tool_pairs(request)
             if _needs_merge(request):
                 request, _ = normalize_alternation(request)
-        return sanitize_for_wire(request)
+        wire = sanitize_for_wire(request)
+        self._check_fits(wire, unchanged=request is base)
+        return wire
+
+    def _check_fits(self, request: list[Message], *, unchanged: bool) -> None:
+        """A request larger than the model's window is logged at WARNING and noted in
+        :meth:`status` (``window_warning``) — e.g. when ``end_turn`` was skipped so nothing
+        compressed (issue 12); the host still returns it, the caller decides."""
+        limit = self.host.config.model.context_length
+        tokens = self.window_tokens if unchanged else self.host.tokens.count_all(request)
+        if tokens <= limit:
+            self.window_warning = None
+            return
+        self.window_warning = (
+            f"the last request was {tokens:,} tokens, over the model's context window of "
+            f"{limit:,} (is end_turn() called after each turn?)"
+        )
+        log.warning("session %s: %s", self.id, self.window_warning)
 
     def _select(self, base: list[Message]) -> list[Message]:
         host = self.host
@@ -753,6 +773,7 @@ class Session:
         tokens = self.window_tokens
         guards = self._guards()
         decision, decided_by = self._decide(base, tokens, prompt_tokens, guards)
+        self.last_decision = (decision, decided_by)
         outcome = TurnOutcome(
             session_id=self.id, decision=decision, decided_by=decided_by, window_tokens=tokens
         )
@@ -821,9 +842,7 @@ class Session:
                     # The durable guards bind every engine (R-5): never thrash or ignore a
                     # cooldown because an engine forgot to look.
                     return (
-                        CompressDecision(
-                            compress=False, reason=blocked, threshold_tokens=value.threshold_tokens
-                        ),
+                        value.model_copy(update={"compress": False, "reason": blocked}),
                         f"engine:{engine}+guards",
                     )
                 return value, f"engine:{engine}"
@@ -1110,10 +1129,12 @@ class Session:
         model = host.config.model
         tokens = self.window_tokens
         guards = self._guards()
-        decision = guard_rules.host_decision(
-            tokens=tokens, context_length=model.context_length,
-            settings=host.config.compression, guards=guards, model=model.name,
-        )
+        # the threshold is the one the decision uses (issue 12): the last end_turn's, or
+        # before the first one, asked as end_turn would ask (status never calls it again)
+        if self.last_decision is None:
+            self.last_decision = self._decide(self.window(), tokens, self.last_prompt_tokens,
+                                              guards)
+        decision, decided_by = self.last_decision
         return {
             "session_id": self.id,
             "conversation_id": self.conversation_id,
@@ -1123,6 +1144,9 @@ class Session:
             "context_length": model.context_length,
             "context_used": round(tokens / model.context_length, 4),
             "threshold_tokens": decision.threshold_tokens,
+            "threshold": {"tokens": decision.threshold_tokens, "decided_by": decided_by,
+                          **(decision.threshold_rule or {})},
+            "window_warning": self.window_warning,
             "blocked": guard_rules.blocked_reason(guards, tokens, model.context_length),
             "messages": len(self._window),
             "compression_count": self.compression_count,
