@@ -29,6 +29,7 @@ from hermes_host.config import (
     load_config,
     read_config_data,
 )
+from hermes_host.llm.providers import BUILTIN_PROVIDERS, ProviderError, provider_infos
 from hermes_host.plugins import (
     LoadedPlugins,
     PluginError,
@@ -84,10 +85,33 @@ def check_config(explicit: Path | None = None) -> ConfigReport:
             report.warnings.extend(f"{source}: {info.error}" for info in report.loaded.failures)
             problems.extend(_compress_problems(cfg, report.loaded, infos))
     problems.extend(_block_problems(cfg, infos))
+    if report.config is not None:
+        problems.extend(_provider_problems(report.config))
     report.errors.extend(f"{source}: {problem}" for problem in problems)
     if report.config is None:
         report.loaded = None  # a partial config: nothing to show as loaded
     return report
+
+
+def _provider_problems(cfg: HermesConfig) -> list[str]:
+    """``summarizer.provider`` and ``model.provider`` that name no installed model provider
+    (issue 17): the host would only fail on the first summary or chat turn."""
+    try:
+        installed = {info.name for info in provider_infos()} | set(BUILTIN_PROVIDERS)
+    except ProviderError as exc:
+        return [str(exc)]
+    chosen = [
+        ("summarizer.provider", cfg.summarizer.provider),
+        ("model.provider", cfg.model.provider),
+    ]
+    return [
+        f"{key}: unknown model provider {name!r}"
+        + (f" (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(
+            name, sorted(installed), n=1, cutoff=0.6)) else "")
+        + f"; installed: {', '.join(sorted(installed))}"
+        for key, name in chosen
+        if name != "auto" and name not in installed
+    ]
 
 
 def _selection_only(explicit: Path | None) -> HermesConfig | None:

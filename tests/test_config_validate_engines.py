@@ -134,3 +134,31 @@ def test_misspelt_keys_get_did_you_mean_at_every_level_issue_12(
     code, err, _report = _validate(tmp_path, text)
     assert code == 2
     assert expected in err, err
+
+
+def test_an_unknown_model_provider_is_an_error_with_did_you_mean_issue_17(
+    tmp_path: Path,
+) -> None:
+    """issue 17: ``summarizer.provider: opneai`` passed ``config validate`` and failed only at
+    the first summary; ``model.provider`` likewise at the first chat turn.  Both are
+    reported, in the same pass as the engine checks."""
+    code, err, report = _validate(tmp_path, (
+        "summarizer: {provider: opneai}\nmodel: {provider: antropic}\n"
+        "engines:\n  compresor: {}\n"
+    ))
+    assert code == 2
+    errors = report["errors"]
+    assert isinstance(errors, list) and len(errors) == 3
+    text = "\n".join(errors)
+    assert "summarizer.provider: unknown model provider 'opneai' (did you mean 'openai'?)" in text
+    assert "model.provider: unknown model provider 'antropic' (did you mean 'anthropic'?)" in text
+    assert "installed: anthropic, offline, openai" in text
+    assert "opneai" in err and "antropic" in err
+
+
+def test_installed_model_providers_are_valid_issue_17(tmp_path: Path) -> None:
+    code, err, report = _validate(tmp_path, (
+        "summarizer: {provider: openai, model: gpt-4o-mini}\nmodel: {provider: openai}\n"
+    ))
+    assert code == 0, err
+    assert report["errors"] == []
