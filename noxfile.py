@@ -38,11 +38,36 @@ def transcripts_env() -> dict[str, str]:
     return {"HERMES_HOST_TRANSCRIPTS": os.environ.get("HERMES_HOST_TRANSCRIPTS", str(default))}
 
 
-@nox.session(python=PYTHON)
-def tests(session: nox.Session) -> None:
-    """Install the host and every engine distribution, then run all their tests."""
+INTEGRATIONS = ROOT / "integrations"
+
+
+def install_framework(session: nox.Session, suite: str) -> None:
+    """The host and its engines plus one framework's integration, with the framework's real
+    package: each framework pins its own dependencies (hermes-agent: openai==2.24.0), so each
+    suite gets an environment of its own."""
     install_all(session)
-    paths = ["tests", *[str(d / "tests") for d in engine_dists() if (d / "tests").is_dir()]]
+    if suite == "hermes-agent":
+        # the distribution Hermes' plugin manager discovers (entry point hermes_agent.plugins);
+        # it pulls hermes-agent 0.19.x, whose pins must sit beside the host's ranges
+        session.install("-e", str(INTEGRATIONS / "hermes-agent-hermes-host"))
+
+
+@nox.session(python=PYTHON)
+@nox.parametrize("suite", ["core", "hermes-agent", "openai-agents", "langchain"])
+def tests(session: nox.Session, suite: str) -> None:
+    """``core``: the host and every engine distribution, all their tests (the framework
+    integration tests skip themselves: no framework is installed there).  A framework suite
+    (``nox -s "tests(suite='hermes-agent')"``): the host plus that framework's integration in
+    its own environment, running ``tests/integrations/test_<suite>*.py`` only."""
+    if suite == "core":
+        install_all(session)
+        paths = ["tests", *[str(d / "tests") for d in engine_dists() if (d / "tests").is_dir()]]
+    else:
+        install_framework(session, suite)
+        pattern = f"test_{suite.replace('-', '_')}*.py"
+        paths = [str(p) for p in sorted((ROOT / "tests" / "integrations").glob(pattern))]
+        if not paths:
+            session.skip(f"no tests match tests/integrations/{pattern} yet")
     session.run(
         "pytest", *session.posargs, *paths, env=transcripts_env(), external=False
     )
