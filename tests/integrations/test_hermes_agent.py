@@ -5,6 +5,7 @@ OpenAI-compatible server; hermes-host's engines, guards and store manage its con
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import time
 from typing import Any
 
@@ -243,3 +244,65 @@ def test_a_crashing_hermes_host_engine_never_breaks_the_turn_issue_18(
     err = capfd.readouterr().err
     assert "⚠ hermes-host: engine 'boom' select_context: " in err
     assert "the request was sent unchanged" in err
+
+
+class LastTurnOnly:
+    """select_context: send the system prompt, a note, and the newest user message only;
+    offers one tool through the optional ``tool_schemas()``."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.tool_args: list[dict[str, Any]] = []
+
+    @hookimpl
+    def select_context(self, request: Any) -> Any:
+        from hermes_host import SelectResult
+
+        self.calls += 1
+        messages = request.messages
+        head = [m for m in messages[:1] if m["role"] == "system"]
+        note = {"role": "user", "content": "[selected by last-turn-only]"}
+        last = [m for m in messages if m["role"] == "user"][-1]
+        merged = {**last, "content": f"{note['content']}\n{last['content']}"}
+        return SelectResult(messages=[*head, merged], decision={"kept": 1})
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        return [{"name": "last_turn_echo", "description": "Echo.",
+                 "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}]
+
+    def handle_tool_call(self, name: str, args: dict[str, Any]) -> str:
+        self.tool_args.append(args)
+        return json.dumps({"echo": args.get("x")})
+
+
+def test_select_context_engines_shape_every_request_hermes_sends_issue_18(
+    rig: HermesRig,
+) -> None:
+    """hermes-host's select_context chain runs inside Hermes' llm_request middleware: the
+    server receives the selected messages, Hermes' own history and the store keep all."""
+    selector = LastTurnOnly()
+    rig.write_configs("""
+        context: {engine: compressor, hooks: {select_context: [last]}}
+        summarizer: {provider: offline}
+        memory: {providers: []}
+        """)
+    _swap_engine(rig, extra_plugins={"last": selector})
+    agent = rig.agent()
+    _, history = run_turns(agent, range(3))
+    assert selector.calls == 3
+    sent = rig.fake.requests[-1].body["messages"]
+    assert [m["role"] for m in sent] == ["system", "user"]
+    assert sent[-1]["content"].startswith("[selected by last-turn-only]\nquestion 2:")
+    assert sent[0]["content"] == rig.fake.requests[0].body["messages"][0]["content"]
+    assert len(_user_texts(history)) == 3                   # Hermes keeps its whole history
+    engine: HermesHostEngine = agent.context_compressor
+    assert engine.session is not None
+    assert engine.session.last_select[0]["decision"] == {"kept": 1}
+    stored = _stored(engine.host, engine.session.lineage)  # type: ignore[arg-type]
+    assert len(_user_texts(stored)) == 3            # what the selector added is turn-scoped
+    assert not any("[selected" in str(m["content"]) for m in stored if m["role"] == "user")
+    # the select engine's tool is offered to the model and dispatched to it
+    tools = {t["function"]["name"] for t in agent.tools or []}
+    assert {"hermes_host_search", "last_turn_echo"} <= tools
+    assert engine.handle_tool_call("last_turn_echo", {"x": "hi"}) == '{"echo": "hi"}'
+    assert selector.tool_args == [{"x": "hi"}]

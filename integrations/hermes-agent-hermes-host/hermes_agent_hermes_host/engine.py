@@ -479,7 +479,7 @@ class HermesHostEngine(ContextEngine):
         unchanged (no engine configured, or every engine failed: fail open)."""
         with self._lock:
             session, host = self._session, self._host
-            if session is None or host is None or not host.chain("select_context"):
+            if session is None or host is None or not self._selectors(host):
                 return None
             try:
                 selected = session.select_context(request_messages)
@@ -494,6 +494,14 @@ class HermesHostEngine(ContextEngine):
             from hermes_host.messages import sanitize_for_wire
 
             return sanitize_for_wire(selected)
+
+    @staticmethod
+    def _selectors(host: ContextHost) -> list[str]:
+        """The configured ``select_context`` engines that implement the hook (by default
+        the chain is ``[context.engine]``, which may not select at all: then a request
+        costs nothing)."""
+        return [name for name in host.chain("select_context")
+                if callable(getattr(host.plugins.engines.get(name), "select_context", None))]
 
     # -- tools -------------------------------------------------------------------------
 
