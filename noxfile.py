@@ -46,10 +46,30 @@ def install_framework(session: nox.Session, suite: str) -> None:
     package: each framework pins its own dependencies (hermes-agent: openai==2.24.0), so each
     suite gets an environment of its own."""
     install_all(session)
+    # hermes-agent: the distribution Hermes' plugin manager discovers (entry point
+    # hermes_agent.plugins); it pulls hermes-agent 0.19.x, whose pins sit beside the host's
+    for dist in framework_dists(suite):
+        session.install("-e", str(dist))
+
+
+def framework_python(session: nox.Session, suite: str) -> str:
+    """The interpreter of a virtualenv (under the session's tmp dir) holding the host, its
+    engines and ``suite``'s integration, as the ``tests`` session of that suite has them."""
+    venv = Path(session.create_tmp()).resolve() / f"framework-{suite}"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        session.run("python", "-m", "venv", str(venv))
+    pip = [str(python), "-m", "pip", "install", "-q"]
+    session.run(*pip, "-e", f"{ROOT}[test]", *[f"-e{d}" for d in engine_dists()],
+                *[f"-e{d}" for d in framework_dists(suite)], external=True)
+    return str(python)
+
+
+def framework_dists(suite: str) -> list[Path]:
+    """The distributions a framework suite installs beside the host."""
     if suite == "hermes-agent":
-        # the distribution Hermes' plugin manager discovers (entry point hermes_agent.plugins);
-        # it pulls hermes-agent 0.19.x, whose pins must sit beside the host's ranges
-        session.install("-e", str(INTEGRATIONS / "hermes-agent-hermes-host"))
+        return [INTEGRATIONS / "hermes-agent-hermes-host"]
+    return []
 
 
 @nox.session(python=PYTHON)
@@ -103,7 +123,13 @@ def bench(session: nox.Session) -> None:
     env = {**transcripts_env(), "HERMES_BENCH_RESULTS": str(results)}
     sections = []
     for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
-        out = session.run("python", str(script), *args, silent=True, env=env)
+        python = "python"
+        if script.stem.startswith("bench_integration_"):
+            # a framework's own pins: measured in an environment of its own (see tests)
+            suite = script.stem.removeprefix("bench_integration_").replace("_", "-")
+            python = framework_python(session, suite)
+        out = session.run(python, str(script), *args, silent=True, env=env,
+                          external=python != "python")
         if isinstance(out, str):
             print(out)
             sections.append(out.strip())
