@@ -306,3 +306,58 @@ def test_select_context_engines_shape_every_request_hermes_sends_issue_18(
     assert {"hermes_host_search", "last_turn_echo"} <= tools
     assert engine.handle_tool_call("last_turn_echo", {"x": "hi"}) == '{"echo": "hi"}'
     assert selector.tool_args == [{"x": "hi"}]
+
+
+def test_hermes_rotating_its_own_session_id_keeps_one_conversation_issue_18(
+    rig: HermesRig,
+) -> None:
+    """With Hermes' session database and its legacy rotation (``compression.in_place:
+    false``) Hermes' id changes at every compaction; the hermes-host conversation stays one,
+    and resuming under the newest Hermes id finds it through Hermes' parent chain."""
+    from hermes_state import SessionDB
+
+    config = rig.home / "config.yaml"
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text.replace("compression:\n", "compression:\n  in_place: false\n"),
+                      encoding="utf-8")
+    db = SessionDB(rig.home / "state.db")
+    first = rig.agent(session_db=db)
+    started_as = first.session_id
+    _, history = run_turns(first, range(10))
+    engine: HermesHostEngine = first.context_compressor
+    assert engine.compression_count >= 1
+    assert first.session_id != started_as                   # Hermes rotated its id
+    assert db.get_session(first.session_id)["parent_session_id"] is not None
+    assert engine.session is not None
+    conversation = engine.session.conversation_id
+    assert conversation == started_as
+    assert engine.get_status()["hermes_host"]["hermes_session_id"] == first.session_id
+    first.context_compressor.on_session_end(first.session_id, history)
+
+    again = rig.agent(session_db=db, session_id=first.session_id)
+    resumed: HermesHostEngine = again.context_compressor
+    assert resumed.session is not None and resumed.session.conversation_id == conversation
+    run_turns(again, range(10, 11), history)
+    stored = _stored(resumed.host, resumed.session.lineage)  # type: ignore[arg-type]
+    assert [t.split(":")[0] for t in _user_texts(stored)] == [f"question {n}" for n in range(11)]
+
+
+def test_with_hermes_session_database_in_place_the_store_keeps_each_message_once_issue_18(
+    rig: HermesRig,
+) -> None:
+    """Hermes' CLI default: a session database and in-place compaction (one Hermes id)."""
+    from hermes_state import SessionDB
+
+    config = rig.home / "config.yaml"
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text.replace("compression:\n", "compression:\n  in_place: true\n"),
+                      encoding="utf-8")
+    agent = rig.agent(session_db=SessionDB(rig.home / "state.db"))
+    sid = agent.session_id
+    run_turns(agent, range(12))
+    engine: HermesHostEngine = agent.context_compressor
+    assert engine.compression_count >= 1 and agent.session_id == sid
+    assert engine.session is not None and engine.session.conversation_id == sid
+    stored = _stored(engine.host, engine.session.lineage)  # type: ignore[arg-type]
+    assert [t.split(":")[0] for t in _user_texts(stored)] == [f"question {n}" for n in range(12)]
+    assert engine.get_status()["hermes_host"]["engine_problems"] == []

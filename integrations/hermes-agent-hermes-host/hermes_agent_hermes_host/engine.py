@@ -15,7 +15,8 @@ session per Hermes session:
   before each model call and when a turn has its answer (the ``pre_api_request`` and
   ``post_llm_call`` hooks of :mod:`.plugin`), before a
   compression and at session end.  Messages are matched by identity first and by content
-  second, so a resumed Hermes session does not store its reloaded history twice.
+  second, so neither a resumed Hermes session's reloaded history nor the copies Hermes
+  makes around a compaction are stored twice.
 * **compression** — ``should_compress`` asks hermes-host (its engines, then its threshold
   rule, bound by the durable guards); ``compress`` runs hermes-host's compression pass (the
   configured engine inside the fence, with Hermes' ``focus_topic`` and ``memory_context``),
@@ -42,6 +43,7 @@ import os
 import sys
 import threading
 import weakref
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -145,6 +147,8 @@ class HermesHostEngine(ContextEngine):
         self._hermes_session_id: str | None = None
         self._session_db: Any = None
         self._mirror: list[_Entry] = []
+        self._retired: dict[int, Mapping[str, Any]] = {}
+        """The list the last compression replaced (kept alive: its ids stay unique)."""
         self._lock = threading.RLock()
         self._problems_seen: dict[tuple[str, str], int] = {}
         self._last_decision_reason: str | None = None
@@ -337,7 +341,7 @@ class HermesHostEngine(ContextEngine):
         super().on_session_reset()
         with self._lock:
             session, self._session = self._session, None
-            self._mirror = []
+            self._mirror, self._retired = [], {}
             if session is not None and self._host is not None:
                 try:
                     self._host.store.end_session(session.id, "reset")
@@ -362,23 +366,41 @@ class HermesHostEngine(ContextEngine):
                 return 0
 
     def _sync(self, session: Session, messages: list[Mapping[str, Any]]) -> int:
+        """Append the messages of Hermes' list that are new, in order.  Already stored are:
+
+        * the messages seen before (by identity), including those of the list the last
+          compression replaced — Hermes may still hand that list around within the turn;
+        * a copy of a stored window message that no other entry of the list accounts for
+          (Hermes copies messages around a compaction; a resumed session reloads its
+          history as new objects) — matched by content, not position, because Hermes also
+          inserts messages (a todo snapshot, a user anchor);
+        * hermes-host's own summary in whatever form Hermes passes it back (the store holds
+          it already, flagged)."""
+        from hermes_host.messages import is_summary
+
         body = [m for m in messages if m.get("role") != "system"]
-        mirror = self._mirror
+        present = {id(m) for m in body}
+        known = {id(e.obj): e for e in self._mirror if e.obj is not None}
+        unmatched: Counter[str] = Counter(
+            e.form() for e in self._mirror if e.obj is None or id(e.obj) not in present
+        )
+        mirror: list[_Entry] = []
         added = 0
-        for i, message in enumerate(body):
-            if i < len(mirror):
-                entry = mirror[i]
-                if entry.obj is message:
-                    continue
-                form = _canon(message)
-                if entry.form() == form:
-                    mirror[i] = _Entry(message, form)  # the same message, a new object
-                    continue
-                logger.info("Hermes rewrote its history at message %d; storing from there", i)
-                del mirror[i:]
-            session.add_message(dict(message))
-            mirror.append(_Entry(message))
-            added += 1
+        for message in body:
+            entry = known.get(id(message))
+            if entry is None and self._retired.get(id(message)) is message:
+                entry = _Entry(message)
+            if entry is not None and entry.obj is message:
+                mirror.append(entry)
+                continue
+            form = _canon(message)
+            if unmatched[form] > 0:
+                unmatched[form] -= 1
+            elif not is_summary(dict(message)):
+                session.add_message(dict(message))
+                added += 1
+            mirror.append(_Entry(message, form))
+        self._mirror = mirror
         return added
 
     # -- the ContextEngine contract ----------------------------------------------------
@@ -461,6 +483,7 @@ class HermesHostEngine(ContextEngine):
             window = window[1:]  # Hermes owns the system prompt
         head = [m for m in messages[:1] if m.get("role") == "system"]
         fresh = [dict(m) for m in sanitize_for_wire(window)]
+        self._retired = {id(m): m for m in messages}
         self._mirror = [_Entry(m) for m in fresh]
         self.compression_count = session.compression_count
         return [*head, *fresh]
