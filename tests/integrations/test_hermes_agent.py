@@ -361,3 +361,22 @@ def test_with_hermes_session_database_in_place_the_store_keeps_each_message_once
     stored = _stored(engine.host, engine.session.lineage)  # type: ignore[arg-type]
     assert [t.split(":")[0] for t in _user_texts(stored)] == [f"question {n}" for n in range(12)]
     assert engine.get_status()["hermes_host"]["engine_problems"] == []
+
+
+def test_a_broken_hermes_host_config_is_said_and_hermes_still_answers_issue_18(
+    rig: HermesRig, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A config.yaml hermes-host refuses: one plain warning naming the problem, and Hermes'
+    turns go on (without compression from hermes-host) instead of failing."""
+    rig.write_configs("""
+        context: {engine: compressor}
+        compression: {threshold_percent: 7}
+        """)
+    agent = rig.agent()
+    results, _ = run_turns(agent, range(2))
+    assert all(r["final_response"].startswith("(fake model)") for r in results)
+    err = capfd.readouterr().err
+    assert "⚠ hermes-host: could not open the hermes-host session" in err
+    assert "threshold_percent" in err
+    assert agent.context_compressor.session is None
+    assert agent.context_compressor.should_compress(10**6) is False

@@ -145,12 +145,14 @@ class HermesHostEngine(ContextEngine):
         self._host: ContextHost | None = None
         self._session: Session | None = None
         self._hermes_session_id: str | None = None
+        self._model_name = ""
         self._session_db: Any = None
         self._mirror: list[_Entry] = []
         self._retired: dict[int, Mapping[str, Any]] = {}
         """The list the last compression replaced (kept alive: its ids stay unique)."""
         self._lock = threading.RLock()
         self._problems_seen: dict[tuple[str, str], int] = {}
+        self._warned: set[str] = set()
         self._last_decision_reason: str | None = None
         self.last_report: dict[str, Any] | None = None
         """The last compression report (``CompressionReport.as_dict()``)."""
@@ -212,7 +214,7 @@ class HermesHostEngine(ContextEngine):
         update: dict[str, Any] = {}
         if self.context_length:
             update["context_length"] = int(self.context_length)
-        if getattr(self, "_model_name", ""):
+        if self._model_name:
             update["name"] = self._model_name
         if not update:
             return config
@@ -663,15 +665,22 @@ class HermesHostEngine(ContextEngine):
 
         line = f"⚠ hermes-host: {redact(text)}"
         logger.warning("%s", line)
+        if line in self._warned:  # said once is enough (the log has every occurrence)
+            return
+        self._warned.add(line)
         if self._warn_fn is not None:
             self._warn_fn(line)
         else:
             print(line, file=sys.stderr, flush=True)
 
 
-def _short(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+def _short(exc: BaseException, limit: int = 400) -> str:
+    """The exception on one line (a ConfigError's details are on the lines after its
+    first), cut at ``limit`` characters."""
+    text = "; ".join(line.strip() for line in str(exc).strip().splitlines() if line.strip())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return f"{type(exc).__name__}: {text}".rstrip(": ")
 
 
 def _hit(hit: Any) -> dict[str, Any]:
