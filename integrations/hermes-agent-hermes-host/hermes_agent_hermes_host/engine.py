@@ -122,7 +122,7 @@ class _Entry:
         return self.canon
 
 
-class HermesHostEngine(ContextEngine):
+class HermesHostEngine(ContextEngine):  # type: ignore[misc]  # hermes-agent ships no types
     """Hermes Agent's context engine, backed by hermes-host (see the module doc).
 
     ``config`` (a path or a ``HermesConfig``), ``store`` and ``extra_plugins`` are handed to
@@ -609,7 +609,7 @@ class HermesHostEngine(ContextEngine):
     # -- status and warnings -----------------------------------------------------------
 
     def get_status(self) -> dict[str, Any]:
-        status = super().get_status()
+        status: dict[str, Any] = dict(super().get_status())
         with self._lock:
             session = self._session
             if session is None:
