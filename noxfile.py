@@ -75,13 +75,15 @@ def framework_dists(suite: str) -> list[Path]:
 @nox.session(python=PYTHON)
 @nox.parametrize("suite", ["core", "hermes-agent", "openai-agents", "langchain"])
 def tests(session: nox.Session, suite: str) -> None:
-    """``core``: the host and every engine distribution, all their tests (the framework
-    integration tests skip themselves: no framework is installed there).  A framework suite
-    (``nox -s "tests(suite='hermes-agent')"``): the host plus that framework's integration in
-    its own environment, running ``tests/integrations/test_<suite>*.py`` only."""
+    """``core``: the host and every engine distribution, all their tests but the framework
+    integrations' (``pytest tests`` in such an environment skips those modules anyway).
+    A framework suite (``nox -s "tests(suite='hermes-agent')"``): the host plus that
+    framework's integration in its own environment, running
+    ``tests/integrations/test_<suite>*.py`` only."""
     if suite == "core":
         install_all(session)
-        paths = ["tests", *[str(d / "tests") for d in engine_dists() if (d / "tests").is_dir()]]
+        paths = ["tests", *[str(d / "tests") for d in engine_dists() if (d / "tests").is_dir()],
+                 "--ignore", str(ROOT / "tests" / "integrations")]
     else:
         install_framework(session, suite)
         pattern = f"test_{suite.replace('-', '_')}*.py"
