@@ -329,13 +329,11 @@ class HermesHostEngine(ContextEngine):  # type: ignore[misc]  # hermes-agent shi
         self._hermes_session_id = session_id
 
     def on_session_end(self, session_id: str, messages: list[dict[str, Any]]) -> None:
-        """Hermes' real session boundary (exit, /reset, expiry): store what is not stored
-        yet.  The hermes-host session stays open in the store, to be resumed."""
-        with self._lock:
-            self.sync(messages)
-            with _ACTIVE_LOCK:
-                if _ACTIVE.get(session_id) is self:
-                    del _ACTIVE[session_id]
+        """Hermes' session boundary (exit, /reset, expiry — and, through its
+        ``commit_memory_session``, every compaction boundary too): store what is not stored
+        yet.  The engine keeps serving the session (the agent may go on), and the hermes-host
+        session stays open in the store, to be resumed."""
+        self.sync(messages)
 
     def on_session_reset(self) -> None:
         """``/new`` or ``/reset``: the hermes-host session is ended (it stays in the store,
