@@ -85,11 +85,11 @@ def tests(session: nox.Session, suite: str) -> None:
         paths = ["tests", *[str(d / "tests") for d in engine_dists() if (d / "tests").is_dir()],
                  "--ignore", str(ROOT / "tests" / "integrations")]
     else:
-        install_framework(session, suite)
         pattern = f"test_{suite.replace('-', '_')}*.py"
         paths = [str(p) for p in sorted((ROOT / "tests" / "integrations").glob(pattern))]
         if not paths:
             session.skip(f"no tests match tests/integrations/{pattern} yet")
+        install_framework(session, suite)
     session.run(
         "pytest", *session.posargs, *paths, env=transcripts_env(), external=False
     )
