@@ -380,3 +380,21 @@ def test_a_broken_hermes_host_config_is_said_and_hermes_still_answers_issue_18(
     assert "threshold_percent" in err
     assert agent.context_compressor.session is None
     assert agent.context_compressor.should_compress(10**6) is False
+
+
+def test_a_model_switch_in_hermes_reaches_hermes_host_issue_18(rig: HermesRig) -> None:
+    rig.write_configs("""
+        context: {engine: compressor}
+        summarizer: {provider: offline}
+        compression: {threshold_percent: 0.5}
+        memory: {providers: []}
+        """)
+    rig.discover()
+    agent = rig.agent()
+    engine: HermesHostEngine = agent.context_compressor
+    assert engine.threshold_tokens == 64000                 # 50 % of Hermes' 128K
+    engine.update_model("gpt-fake-2", 200000)
+    assert engine.session is not None
+    status = engine.session.status()
+    assert (status["context_length"], status["model"]) == (200000, "gpt-fake-2")
+    assert engine.threshold_tokens == status["threshold_tokens"] == 100000
