@@ -281,9 +281,15 @@ class ContextHost:
         user_id: str | None = None,
         cwd: str | None = None,
         source: str | None = "hermes-host",
+        session_id: str | None = None,
     ) -> Session:
         """Start a new session.  The system prompt snapshot is ``system_prompt`` plus what
-        memory providers append (``on_system_prompt``, R-13.1), frozen for the session."""
+        memory providers append (``on_system_prompt``, R-13.1), frozen for the session.
+
+        ``session_id`` gives the new session (and so its conversation) an id of the
+        caller's choosing — a framework's own session id, so that the framework's id finds
+        the conversation again with :meth:`resume` (which follows rotations).  Raises
+        :class:`~hermes_host.store.StoreError` when that id is taken."""
         probe = SessionEvent(session_id="(new)", user_id=user_id, cwd=cwd, reason="new")
         blocks = [
             f.value
@@ -292,6 +298,7 @@ class ContextHost:
         ]
         snapshot = "\n\n".join([system_prompt, *blocks]) if blocks else system_prompt
         row = self.store.create_session(
+            session_id=session_id,
             source=source,
             user_id=user_id,
             model=self.config.model.name,
@@ -785,6 +792,39 @@ class Session:
         self.events.extend(outcome.events)
         return outcome
 
+    def record_usage(self, usage: Mapping[str, Any] | Any | None) -> int | None:
+        """Add a model call's provider-reported usage (a mapping or an SDK usage object with
+        ``prompt_tokens``/``input_tokens``, ``completion_tokens``/``output_tokens``, cache and
+        reasoning counts) to the session's totals; returns the prompt tokens, if any.
+        :meth:`end_turn` does this itself; call it when your framework reports usage apart
+        from the turn's end."""
+        return self._record_usage(usage)
+
+    def should_compress(self, prompt_tokens: int | None = None) -> CompressDecision:
+        """Ask now, without ending a turn, what :meth:`end_turn` would decide: the
+        ``should_compress`` engines over the window (fenced; on failure the host's threshold
+        rule decides), bound by the durable guards.  For a framework that runs compression
+        itself (it calls :meth:`compress` with ``force=False`` when this says yes)."""
+        self._sync()
+        base = self.window()
+        decision, _ = self._decide(base, self.window_tokens, prompt_tokens, self._guards())
+        return decision
+
+    def select_context(self, messages: Sequence[Message]) -> list[Message]:
+        """Run the ``select_context`` chain (fenced, fail open) over a message list the
+        caller built — what :meth:`build_request` does with the window, for a framework that
+        assembles its own request.  The engines search this session's stored lineage; their
+        decisions are in :attr:`last_select`.  Returns ``messages`` unchanged when no engine
+        is configured for the hook."""
+        self._sync()
+        base = [dict(m) for m in messages]
+        selected = self._select(base)
+        if selected is base:
+            return list(messages)
+        if _needs_repair(selected):
+            selected, _ = repair_tool_pairs(selected)
+        return selected
+
     def _record_usage(self, usage: Mapping[str, Any] | Any | None) -> int | None:
         if usage is None:
             return None
@@ -867,15 +907,18 @@ class Session:
         focus: str | None = None,
         keep_last_turns: int | None = None,
         preview: bool = False,
+        memory_context: str | None = None,
     ) -> CompressionReport:
         """Manual ``/compress`` (R-12.1): ``force`` clears the cooldown and the anti-thrash
         counters; ``focus`` favours a topic; ``keep_last_turns`` keeps exactly the last N
-        user turns; ``preview`` computes the proposal without publishing it."""
+        user turns; ``preview`` computes the proposal without publishing it.
+        ``memory_context`` is text the caller's own memory wants kept (R-11.4): it goes into
+        ``CompressRequest.memory_context`` ahead of what memory providers return."""
         events: list[str] = []
         self._sync()
         report = self._compression_pass(
             force=force, focus=focus, keep_last_turns=keep_last_turns, preview=preview,
-            events=events,
+            events=events, memory_context=memory_context,
         )
         self.events.extend(events)
         return report
@@ -888,6 +931,7 @@ class Session:
         focus: str | None = None,
         keep_last_turns: int | None = None,
         preview: bool = False,
+        memory_context: str | None = None,
     ) -> CompressionReport:
         host = self.host
         store = host.store
@@ -953,16 +997,16 @@ class Session:
                     return None
                 return min(host.runner.timeout_for(hook), left)
 
-            memory_context = None
+            texts = [memory_context.strip()] if memory_context and memory_context.strip() else []
             budget = remaining("on_pre_compress")
             if budget is not None and host.providers:
                 pre = PreCompressRequest(session_id=sid, messages=base, focus_topic=focus)
-                texts = [
+                texts += [
                     f.value.strip()
                     for f in host._broadcast("on_pre_compress", pre, timeout=budget)
                     if f.adopted and isinstance(f.value, str) and f.value.strip()
                 ]
-                memory_context = "\n\n".join(texts) or None
+            memory_context = "\n\n".join(texts) or None
 
             budget = remaining("compress")
             if budget is None:
