@@ -31,7 +31,10 @@ import pluggy
 from _targets import MISSED, Targets
 
 from hermes_host import hookimpl, hookspecs
-from hermes_host.fence import _DONE, HookRunner, _Job, _snapshot
+from hermes_host.fence import HookRunner
+from hermes_host.fence.snapshot import snapshot as _snapshot
+from hermes_host.fence.workers import DONE as _DONE
+from hermes_host.fence.workers import Job as _Job
 from hermes_host.messages import normalize_alternation, repair_tool_pairs
 from hermes_host.models import (
     CompressDecision,
@@ -117,6 +120,8 @@ def _inline_runner(pm: pluggy.PluginManager) -> HookRunner:
 
     def submit(job: _Job) -> None:
         job.value = job.caller(request=job.request)
+        if job.check is not None:
+            job.value = job.check(job.value)
         job.state = _DONE
         job.done.release()
 
