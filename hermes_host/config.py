@@ -168,7 +168,8 @@ def _fence_override(engine: str, block: Any) -> dict[str, Any]:
                 problems.append(f"{key}: unknown key; allowed keys: {allowed}")
             elif err["type"] == "literal_error":
                 expected = err.get("ctx", {}).get("expected", "")
-                problems.append(f"{key}: {err['input']!r} is not allowed; allowed values: {expected}")
+                shown = f"{err['input']!r} is not allowed; allowed values: {expected}"
+                problems.append(f"{key}: {shown}")
             else:
                 problems.append(f"{key}: {err['msg']} (got {err['input']!r})")
         raise ValueError("; ".join(problems)) from None

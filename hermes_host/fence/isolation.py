@@ -276,7 +276,7 @@ class ProcessPool:
         sock.settimeout(left)
         try:
             value = json.loads(read_frame(sock, limit))
-        except socket.timeout:
+        except TimeoutError:
             raise TimeoutError from None
         if not isinstance(value, dict):
             raise TypeError("a frame must be a JSON object")
@@ -292,7 +292,7 @@ class ProcessPool:
         sock.settimeout(left)
         try:
             write_frame(sock, json.dumps(message).encode("utf-8", "surrogatepass"))
-        except socket.timeout:
+        except TimeoutError:
             raise TimeoutError from None
 
     def _answer(
@@ -316,7 +316,8 @@ class ProcessPool:
                     lineage=bool(kwargs.get("lineage", True)),
                 )
             elif method == "messages":
-                value = history.messages(include_inactive=bool(kwargs.get("include_inactive", True)))
+                inactive = bool(kwargs.get("include_inactive", True))
+                value = history.messages(include_inactive=inactive)
             else:
                 raise LookupError(f"no history method {method!r}")
             answer = {"value": value}
@@ -329,6 +330,6 @@ class ProcessPool:
         sock.settimeout(left)
         try:
             write_frame(sock, text.encode("utf-8", "surrogatepass"))
-        except socket.timeout:
+        except TimeoutError:
             raise TimeoutError from None
 

@@ -134,7 +134,9 @@ class WorkerPool:
                 worker = self._idle.pop()
             else:
                 if self._threads - sum(self._leaked.values()) >= MAX_BUSY_WORKERS:
-                    raise PoolRefused(f"{MAX_BUSY_WORKERS} fenced calls are already running at once")
+                    raise PoolRefused(
+                        f"{MAX_BUSY_WORKERS} fenced calls are already running at once"
+                    )
                 self._threads += 1
                 worker = _Worker(self)
                 fresh = True
