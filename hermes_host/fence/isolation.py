@@ -48,6 +48,7 @@ class Outcome:
     reply: dict[str, Any] | None = None
     message: str = ""
     size: int = 0
+    keep: bool = False  # the worker is sound (e.g. it was still starting): do not kill it
 
 
 def recipe_for(plugin: object, factory: tuple[Any, dict[str, Any] | None] | None) -> bytes:
@@ -72,6 +73,8 @@ class _Worker:
         self.ready = False
 
     def kill(self) -> None:
+        """SIGKILL now; the exit status is collected by a daemon thread (no zombie, and no
+        wait on the caller's time)."""
         try:
             self.proc.send_signal(signal.SIGKILL)
         except (ProcessLookupError, OSError):
@@ -80,6 +83,8 @@ class _Worker:
             self.sock.close()
         except OSError:
             pass
+        if self.proc.returncode is None:
+            threading.Thread(target=self.proc.wait, name="hermes-fence-reaper", daemon=True).start()
 
 
 _LIVE: weakref.WeakSet[ProcessPool] = weakref.WeakSet()
@@ -102,7 +107,6 @@ class ProcessPool:
         self._cond = threading.Condition()
         self._idle: list[_Worker] = []
         self._busy = 0
-        self._dead: list[_Worker] = []
         self._closed = False
         _LIVE.add(self)
         for _ in range(settings.workers):
@@ -159,14 +163,14 @@ class ProcessPool:
         keep = False
         try:
             outcome = self._run(worker, hook, request, history, deadline, timer)
-            keep = outcome.kind == "result" and int((outcome.reply or {}).get("threads", 1)) <= 1
+            threads = int((outcome.reply or {}).get("threads", 1))
+            keep = outcome.keep or (outcome.kind == "result" and threads <= 1)
             return outcome
         finally:
             self._release(worker, keep)
 
     def _acquire(self, deadline: float, timer: Callable[[], float]) -> _Worker | None:
         with self._cond:
-            self._reap()
             while True:
                 if self._idle:
                     self._busy += 1
@@ -193,16 +197,12 @@ class ProcessPool:
             if keep and not self._closed:
                 self._idle.append(worker)
             else:
-                self._dead.append(worker)
                 if not self._closed and len(self._idle) + self._busy < self._settings.workers:
                     try:
                         self._idle.append(self._spawn())  # the replacement warms up meanwhile
                     except OSError:
                         pass
             self._cond.notify()
-
-    def _reap(self) -> None:
-        self._dead = [w for w in self._dead if w.proc.poll() is None]
 
     def _run(
         self,
@@ -216,14 +216,14 @@ class ProcessPool:
         sock = worker.sock
         try:
             if not worker.ready:
-                hello = self._read(sock, deadline, timer, 1 << 20)
-                if hello.get("op") != "ready":
+                try:
+                    failed = self._hello(worker, deadline, timer)
+                except TimeoutError:
                     return Outcome(
-                        "refused",
-                        message="its worker process failed to start: "
-                        f"{str(hello.get('error', hello))[:1000]}",
+                        "timeout", message="its worker process was still starting", keep=True
                     )
-                worker.ready = True
+                if failed is not None:
+                    return Outcome("refused", message=failed)
             body = request.model_dump_json(exclude={"history"} if history is not None else None)
             call = {
                 "op": "call",
@@ -251,6 +251,26 @@ class ProcessPool:
             return Outcome("died", message=self._death(worker))
         except (ValueError, TypeError, AttributeError) as exc:  # not JSON, not a dict
             return Outcome("broken", message=f"unreadable reply ({type(exc).__name__})")
+
+    def _hello(self, worker: _Worker, deadline: float, timer: Callable[[], float]) -> str | None:
+        """Read a starting worker's first frame: None once it is ready, else why it failed."""
+        hello = self._read(worker.sock, deadline, timer, 1 << 20)
+        if hello.get("op") != "ready":
+            return f"its worker process failed to start: {str(hello.get('error', hello))[:1000]}"
+        worker.ready = True
+        return None
+
+    def wait_ready(self, seconds: float, timer: Callable[[], float]) -> None:
+        """Wait (at most ``seconds``) for the pre-started workers, so the first call does not
+        pay their start-up; a failure is reported by the first call."""
+        deadline = timer() + seconds
+        with self._cond:
+            starting = [w for w in self._idle if not w.ready]
+        for worker in starting:
+            try:
+                self._hello(worker, deadline, timer)
+            except (TimeoutError, EOFError, OSError, ValueError, TypeError):
+                return
 
     @staticmethod
     def _death(worker: _Worker) -> str:

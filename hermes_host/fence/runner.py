@@ -49,6 +49,9 @@ PROCESS_GRACE = 1.0
 """Process mode: how long past the deadline the caller waits for the thread that kills the
 worker (the kill itself happens at the deadline; this only bounds a host bug)."""
 
+WARM_UP_SECONDS = 30.0
+"""How long building a runner waits for the worker processes it starts to be ready."""
+
 FenceSettings = FenceSection | Callable[[str], FenceSection]
 
 
@@ -114,9 +117,14 @@ class HookRunner:
         self._timeouts = {
             name: self._hooks.timeout(name) for name in {*DEFAULT_TIMEOUTS, *self._hooks.timeouts}
         }
-        for name, plugin in pm.list_name_plugin():
-            if plugin is not None and self.fence_for(name).isolation == "process":
-                self._process_pool(name)  # started now: warm by the first call
+        started = [
+            self._process_pool(name)  # started now, all at once: warm by the first call
+            for name, plugin in pm.list_name_plugin()
+            if plugin is not None and self.fence_for(name).isolation == "process"
+        ]
+        for pool in started:
+            if isinstance(pool, ProcessPool):
+                pool.wait_ready(WARM_UP_SECONDS, timer)
 
     # -- public API ------------------------------------------------------------------------
 
