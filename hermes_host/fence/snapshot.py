@@ -108,70 +108,13 @@ class PastDeadline(Exception):
     """The call's deadline passed while the host was copying its result."""
 
 
-class _Walk:
-    __slots__ = ("cap", "deadline", "nodes", "size", "timer")
+_SEQUENCES = (list, tuple)
 
-    def __init__(self, cap: int, deadline: float, timer: Callable[[], float]) -> None:
-        self.cap = cap
-        self.deadline = deadline
-        self.timer = timer
-        self.size = 0
-        self.nodes = 0
 
-    def add(self, n: int) -> None:
-        self.size += n
-        if self.size > self.cap:
-            raise ResultTooLarge(self.size, self.cap)
-        self.nodes += 1
-        if self.nodes % _CHECK_EVERY == 0 and self.timer() > self.deadline:
-            raise PastDeadline
-
-    def text(self, value: str) -> str:
-        if type(value) is not str:
-            value = str.__str__(value)  # the characters, never a subclass's __str__
-        n = len(value)
-        if n + self.size > self.cap:  # too large whatever its encoding: do not scan it
-            raise ResultTooLarge(self.size + n, self.cap)
-        self.add(n + 2 if value.isascii() else len(value.encode("utf-8", "surrogatepass")) + 2)
-        return value
-
-    def value(self, value: Any, depth: int, where: str) -> Any:
-        kind = type(value)
-        if kind is str:
-            return self.text(value)
-        if kind is bool or kind is int or kind is float or value is None:
-            self.add(8)
-            return value
-        if depth > MAX_DEPTH:
-            raise NotPlainData(f"nested deeper than {MAX_DEPTH} levels at {where}")
-        if isinstance(value, dict):
-            self.add(2)
-            out: dict[str, Any] = {}
-            for key, item in dict.items(dict.copy(value)):  # base-class methods: no plugin code
-                if type(key) is not str:
-                    raise NotPlainData(f"a {type(key).__name__} key at {where}")
-                out[self.text(key)] = self.value(item, depth + 1, f"{where}[{key[:40]!r}]")
-            return out
-        if isinstance(value, list | tuple):
-            self.add(2)
-            items = list.copy(value) if isinstance(value, list) else [*tuple.__iter__(value)]
-            return [self.value(item, depth + 1, f"{where}[{i}]") for i, item in enumerate(items)]
-        if isinstance(value, enum.Enum):
-            self.add(8)
-            return value  # a member is immutable and validated against the field's type
-        if isinstance(value, BaseModel):
-            return self.model(value, depth + 1, where)
-        if isinstance(value, str):
-            return self.text(value)
-        raise NotPlainData(f"a {kind.__name__} at {where}")
-
-    def model(self, model: BaseModel, depth: int, where: str) -> dict[str, Any]:
-        self.add(2)
-        fields = dict.copy(object.__getattribute__(model, "__dict__"))
-        return {
-            name: self.value(item, depth + 1, f"{where}.{name}" if where else name)
-            for name, item in fields.items()
-        }
+def _where(step: str, exc: NotPlainData) -> NotPlainData:
+    """``exc`` with one more step of its path in front (built only when something fails)."""
+    path, _, what = str(exc).partition(" at ")
+    return NotPlainData(f"{path} at {step}{what}") if what else NotPlainData(f"{path} at {step}")
 
 
 def plain(
@@ -183,7 +126,85 @@ def plain(
     Raises :class:`ResultTooLarge` as soon as the size passes ``cap``,
     :class:`NotPlainData` for any other type (or nesting deeper than ``MAX_DEPTH``) and
     :class:`PastDeadline` when ``timer()`` passes ``deadline`` during the walk."""
-    walk = _Walk(cap, deadline, timer)
-    if isinstance(value, BaseModel):
-        return walk.model(value, 0, ""), walk.size
-    return walk.value(value, 0, "result"), walk.size
+    size = 0
+    nodes = 0
+    scalars = (bool, int, float, type(None))
+
+    def text(s: str) -> str:
+        nonlocal size
+        if type(s) is not str:
+            s = str.__str__(s)  # the characters, never a subclass's __str__
+        n = len(s)
+        if size + n > cap:  # too large whatever its encoding: do not scan it
+            raise ResultTooLarge(size + n, cap)
+        size += n + 2 if s.isascii() else len(s.encode("utf-8", "surrogatepass")) + 2
+        return s
+
+    def walk(v: Any, depth: int) -> Any:
+        nonlocal size, nodes
+        kind = type(v)
+        if kind is str:
+            return text(v)
+        if kind in scalars:
+            size += 8
+            return v
+        nodes += 1
+        if nodes % _CHECK_EVERY == 0 and timer() > deadline:
+            raise PastDeadline
+        if size > cap:
+            raise ResultTooLarge(size, cap)
+        if depth > MAX_DEPTH:
+            raise NotPlainData(f"nested deeper than {MAX_DEPTH} levels at ")
+        if isinstance(v, dict):
+            size += 2
+            out: dict[str, Any] = {}
+            for key, item in dict.items(dict.copy(v)):  # base-class methods: no plugin code
+                if type(key) is not str:
+                    raise NotPlainData(f"a {type(key).__name__} key at ")
+                size += len(key) + 3  # keys are short: no encoding check
+                if type(item) is str:  # the common case, inline: a message's text
+                    n = len(item)
+                    if size + n > cap:
+                        raise ResultTooLarge(size + n, cap)
+                    size += n + 2 if item.isascii() else len(item.encode("utf-8", "surrogatepass"))
+                    out[key] = item
+                    continue
+                try:
+                    out[key] = walk(item, depth + 1)
+                except NotPlainData as exc:
+                    raise _where(f"[{key[:40]!r}]", exc) from None
+            return out
+        if isinstance(v, _SEQUENCES):
+            size += 2
+            items = list.copy(v) if isinstance(v, list) else [*tuple.__iter__(v)]
+            try:
+                return [walk(item, depth + 1) for item in items]
+            except NotPlainData as exc:
+                raise _where("[…]", exc) from None
+        if isinstance(v, enum.Enum):
+            size += 8
+            return v  # a member is immutable and validated against the field's type
+        if isinstance(v, BaseModel):
+            return model(v, depth + 1)
+        if isinstance(v, str):
+            return text(v)
+        raise NotPlainData(f"a {kind.__name__} at ")
+
+    def model(m: BaseModel, depth: int) -> dict[str, Any]:
+        nonlocal size
+        size += 2
+        out: dict[str, Any] = {}
+        for name, item in dict.copy(object.__getattribute__(m, "__dict__")).items():
+            try:
+                out[name] = walk(item, depth + 1)
+            except NotPlainData as exc:
+                raise _where(f".{name}", exc) from None
+        return out
+
+    try:
+        data = model(value, 0) if isinstance(value, BaseModel) else walk(value, 0)
+    except NotPlainData as exc:
+        raise _where("result", exc) from None
+    if size > cap:
+        raise ResultTooLarge(size, cap)
+    return data, size
