@@ -105,10 +105,11 @@ def from_process(
     """A worker process's outcome → the verdict, or ``(data,)`` to be rebuilt."""
     if outcome.kind == "timeout":
         extra = f": {outcome.message}" if outcome.message else ""
+        fate = "kept" if outcome.keep else "killed and its result, if any, is discarded"
         return Verdict(
             Provenance.TIMEOUT, None,
-            f"timed out after {timeout:g}s{extra}; its worker process was killed and its "
-            "result, if any, is discarded", "TimeoutError",
+            f"timed out after {timeout:g}s{extra}; its worker process was {fate}",
+            "TimeoutError",
         )
     if outcome.kind == "died":
         return Verdict(Provenance.ERROR, None, f"failed: {outcome.message}", "WorkerDied")

@@ -172,9 +172,12 @@ class ProcessPool:
     def _acquire(self, deadline: float, timer: Callable[[], float]) -> _Worker | None:
         with self._cond:
             while True:
-                if self._idle:
+                if self._idle:  # a ready worker first; one still starting only if none is
+                    ready = [w for w in self._idle if w.ready]
+                    worker = ready[-1] if ready else self._idle[-1]
+                    self._idle.remove(worker)
                     self._busy += 1
-                    return self._idle.pop()
+                    return worker
                 if self._busy < MAX_WORKERS:
                     self._busy += 1
                     break
