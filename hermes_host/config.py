@@ -107,7 +107,7 @@ class HooksSection(_Section):
     timeouts: dict[str, float] = Field(default_factory=dict)
     breaker: BreakerSection = Field(default_factory=BreakerSection)
     max_leaked_workers: int = Field(
-        8, ge=1, description="Hung workers tolerated before further calls are refused."
+        8, ge=1, description="Hung workers of one plugin tolerated before its calls are refused."
     )
 
     @field_validator("timeouts")
