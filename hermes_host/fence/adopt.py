@@ -28,6 +28,7 @@ __all__ = [
     "LATE_CHECK",
     "LATE_RETURN",
     "Verdict",
+    "checker",
     "from_process",
     "from_thread",
     "late",
@@ -167,3 +168,43 @@ def validated(hook: str, data: Any, request: BaseModel) -> Verdict:
         return _invalid(problem or "")
     return Verdict(provenance, value)
 
+
+
+def checker(
+    hook: str,
+    request: BaseModel,
+    *,
+    process: bool,
+    firstresult: bool,
+    cap: int,
+    deadline: float,
+    timeout: float,
+    timer: Callable[[], float],
+) -> Callable[[Any], Verdict]:
+    """What the worker thread does with the plugin's answer the moment it has it: the
+    host's own copy, measured and validated — all before the deadline, so the caller's
+    bounded wait covers the host's work too (issue 13).  The deadline is checked when the
+    answer is in hand and again after validation.  ``request`` is the caller's, never the
+    plugin's snapshot."""
+
+    def check(raw: Any) -> Verdict:
+        if process and isinstance(raw, Outcome) and raw.kind != "result":
+            got = from_process(raw, request, cap=cap, timeout=timeout)
+        elif timer() > deadline:  # the answer came only after the deadline
+            return late(LATE_RETURN, timeout)
+        elif process:
+            got = from_process(raw, request, cap=cap, timeout=timeout)
+        else:
+            if not firstresult:  # a broadcast hookspec: 0 or 1 results here
+                raw = raw[0] if isinstance(raw, list) and raw else None
+            got = from_thread(
+                hook, raw, request, cap=cap, deadline=deadline, timer=timer, timeout=timeout
+            )
+        if isinstance(got, Verdict):
+            return got
+        verdict = validated(hook, got[0], request)
+        if timer() > deadline:  # the host's own checking ran past the deadline
+            return late(LATE_CHECK, timeout)
+        return verdict
+
+    return check

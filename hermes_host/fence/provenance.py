@@ -50,6 +50,18 @@ class Fenced(Generic[T]):
         """True when the host may use ``value``."""
         return self.provenance is Provenance.OK
 
+    def trace_line(self) -> str:
+        """The ``$HERMES_HOST_TRACE_PLUGINS`` line of this call."""
+        line = (
+            f"[hermes-host trace] plugin={self.plugin} hook={self.hook} "
+            f"{self.duration * 1000:.2f}ms provenance={self.provenance.value}"
+        )
+        if self.error_type:
+            line += f" error={self.error_type}"
+        if self.error:
+            line += f" message={self.error}"
+        return line
+
     @property
     def failed(self) -> bool:
         """True for timeout, error, invalid and breaker_open (not for a ``None`` answer)."""

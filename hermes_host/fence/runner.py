@@ -355,34 +355,11 @@ class HookRunner:
         return started
 
     def _checker(self, started: _Started) -> Callable[[Any], adopt.Verdict]:
-        """What the worker thread does with the plugin's answer the moment it has it: the
-        host's own copy, measured and validated — all before the deadline, so the caller's
-        bounded wait covers the host's work too (issue 13).  The deadline is checked when the
-        answer is in hand and again after validation."""
-        hook, request, timer = started.hook, started.request, self._timer
-        deadline, timeout, cap = started.deadline, started.timeout, started.cap
-
-        def check(raw: Any) -> adopt.Verdict:
-            if started.process and isinstance(raw, Outcome) and raw.kind != "result":
-                got = adopt.from_process(raw, request, cap=cap, timeout=timeout)
-            elif timer() > deadline:  # the answer came only after the deadline
-                return adopt.late(adopt.LATE_RETURN, timeout)
-            elif started.process:
-                got = adopt.from_process(raw, request, cap=cap, timeout=timeout)
-            else:
-                if not started.firstresult:  # a broadcast hookspec: 0 or 1 results here
-                    raw = raw[0] if isinstance(raw, list) and raw else None
-                got = adopt.from_thread(
-                    hook, raw, request, cap=cap, deadline=deadline, timer=timer, timeout=timeout
-                )
-            if isinstance(got, adopt.Verdict):
-                return got
-            verdict = adopt.validated(hook, got[0], request)
-            if timer() > deadline:  # the host's own checking ran past the deadline
-                return adopt.late(adopt.LATE_CHECK, timeout)
-            return verdict
-
-        return check
+        return adopt.checker(
+            started.hook, started.request, process=started.process,
+            firstresult=started.firstresult, cap=started.cap, deadline=started.deadline,
+            timeout=started.timeout, timer=self._timer,
+        )
 
     def _finish(self, started: _Started) -> Fenced[Any]:
         if started.outcome is not None:
@@ -460,17 +437,9 @@ class HookRunner:
         return fenced
 
     def _write_trace(self, fenced: Fenced[Any]) -> None:
-        line = (
-            f"[hermes-host trace] plugin={fenced.plugin} hook={fenced.hook} "
-            f"{fenced.duration * 1000:.2f}ms provenance={fenced.provenance.value}"
-        )
-        if fenced.error_type:
-            line += f" error={fenced.error_type}"
-        if fenced.error:
-            line += f" message={fenced.error}"
         stream = self._trace_stream or sys.stderr
         try:
-            stream.write(line + "\n")
+            stream.write(fenced.trace_line() + "\n")
             stream.flush()
         except (OSError, ValueError):  # a closed stderr must not break a call
             pass
