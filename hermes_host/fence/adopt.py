@@ -102,7 +102,7 @@ def from_thread(
 
 def from_process(
     outcome: Outcome, request: BaseModel, *, cap: int, timeout: float
-) -> Verdict | tuple[Any]:
+) -> Verdict | tuple[Any] | _Json:
     """A worker process's outcome → the verdict, or ``(data,)`` to be rebuilt."""
     if outcome.kind == "timeout":
         extra = f": {outcome.message}" if outcome.message else ""
@@ -135,14 +135,40 @@ def from_process(
         return _invalid(str(reply.get("problem", "")))
     if kind == "value":
         return (reply.get("data"),)
+    if kind == "json" and outcome.body is not None:
+        return _Json(outcome.body)
     return _invalid(f"its worker process sent an unknown reply kind {kind!r}")
 
 
+@dataclass(frozen=True)
+class _Json:
+    """A result model's JSON from a worker process, to be parsed by the host."""
+
+    body: bytes
+
+
+def _validation_problem(model: type[BaseModel], exc: ValidationError) -> Verdict:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    return _invalid(
+        f"{model.__name__} does not validate ({exc.error_count()} error(s); "
+        f"first: {where}: {first['msg']})"
+    )
+
+
 def validated(hook: str, data: Any, request: BaseModel) -> Verdict:
-    """Rebuild the hook's result type from plain ``data`` and check the hook's contract."""
+    """Rebuild the hook's result type from plain ``data`` (or a worker's JSON) and check the
+    hook's contract."""
     model = RESULT_TYPES.get(hook)
     value = data
-    if model is not None:
+    if isinstance(data, _Json):
+        if model is None:
+            return _invalid("a JSON answer for a hook without a result type")
+        try:
+            value = model.model_validate_json(data.body)
+        except ValidationError as exc:
+            return _validation_problem(model, exc)
+    elif model is not None:
         if not isinstance(data, dict):
             return _invalid(f"expected the fields of {model.__name__}")
         fields = {k: v for k, v in data.items() if k in model.model_fields}
@@ -154,12 +180,7 @@ def validated(hook: str, data: Any, request: BaseModel) -> Verdict:
         try:
             value = model.model_validate(fields)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            return _invalid(
-                f"{model.__name__} does not validate ({exc.error_count()} error(s); "
-                f"first: {where}: {first['msg']})"
-            )
+            return _validation_problem(model, exc)
     try:
         provenance, value, problem = check_result(hook, value, request)
     except Exception as exc:  # a bug in a check must not escape the fence
@@ -202,7 +223,7 @@ def checker(
             )
         if isinstance(got, Verdict):
             return got
-        verdict = validated(hook, got[0], request)
+        verdict = validated(hook, got if isinstance(got, _Json) else got[0], request)
         if timer() > deadline:  # the host's own checking ran past the deadline
             return late(LATE_CHECK, timeout)
         return verdict

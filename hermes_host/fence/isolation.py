@@ -49,6 +49,7 @@ class Outcome:
     message: str = ""
     size: int = 0
     keep: bool = False  # the worker is sound (e.g. it was still starting): do not kill it
+    body: bytes | None = None  # kind "json": the result model as JSON, parsed by the host
 
 
 def recipe_for(plugin: object, factory: tuple[Any, dict[str, Any] | None] | None) -> bytes:
@@ -227,15 +228,16 @@ class ProcessPool:
                     )
                 if failed is not None:
                     return Outcome("refused", message=failed)
-            body = request.model_dump_json(exclude={"history"} if history is not None else None)
+            payload = request.model_dump_json(
+                exclude={"history"} if history is not None else None
+            ).encode("utf-8", "surrogatepass")
             call = {
                 "op": "call",
                 "hook": hook,
                 "request_type": f"{type(request).__module__}:{type(request).__qualname__}",
-                "request": body,
                 "history": history is not None,
             }
-            self._write(sock, call, deadline, timer)
+            self._write(sock, call, deadline, timer, payload)
             while True:
                 reply = self._read(sock, deadline, timer, self._cap + _FRAME_SLACK)
                 if reply.get("op") == "history":
@@ -245,6 +247,10 @@ class ProcessPool:
                     return Outcome("broken", message=f"unexpected frame {reply.get('op')!r}")
                 if reply.get("kind") == "too_large":
                     return Outcome("too_large", size=int(reply.get("size", 0)))
+                if reply.get("kind") == "json":  # the result model's JSON, one more frame
+                    sock.settimeout(max(deadline - timer(), 0.001))
+                    body = read_frame(sock, self._cap)  # socket.timeout is a TimeoutError
+                    return Outcome("result", reply=reply, body=body)
                 return Outcome("result", reply=reply)
         except TimeoutError:
             return Outcome("timeout")
@@ -307,16 +313,21 @@ class ProcessPool:
 
     @staticmethod
     def _write(
-        sock: socket.socket, message: dict[str, Any], deadline: float, timer: Callable[[], float]
+        sock: socket.socket,
+        message: dict[str, Any],
+        deadline: float,
+        timer: Callable[[], float],
+        payload: bytes,
     ) -> None:
+        """The call frame, then the request's own JSON in a frame of its own (not a JSON
+        string inside JSON: that would escape and parse it twice)."""
         left = deadline - timer()
         if left <= 0:
             raise TimeoutError
         sock.settimeout(left)
-        try:
-            write_frame(sock, json.dumps(message).encode("utf-8", "surrogatepass"))
-        except TimeoutError:
-            raise TimeoutError from None
+        head = json.dumps(message).encode("utf-8", "surrogatepass")
+        write_frame(sock, head)  # socket.timeout is a TimeoutError
+        write_frame(sock, payload)
 
     def _answer(
         self,

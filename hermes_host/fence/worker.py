@@ -5,10 +5,12 @@ with one end of a socket pair.  Every frame is an 8-byte big-endian length and a
 first two frames (from the host, trusted) are the settings (JSON) and the pickled recipe of
 the plugin (its class and ``options=``, or the instance itself); every later frame is JSON:
 
-* host → worker: ``{"op": "call", "hook", "request_type", "request", "history"}``, or the
-  answer to a history question (``{"value": …}`` / ``{"error": …}``);
+* host → worker: ``{"op": "call", "hook", "request_type", "history"}`` and the request's
+  JSON in the next frame, or the answer to a history question (``{"value": …}`` /
+  ``{"error": …}``);
 * worker → host: ``{"op": "ready"}`` / ``{"op": "failed", "error"}`` once, then per call
-  any number of ``{"op": "history", "method", "kwargs"}`` and one ``{"op": "result", …}``.
+  any number of ``{"op": "history", "method", "kwargs"}`` and one ``{"op": "result", …}``
+  (for ``"kind": "json"`` the result model's own JSON follows in one more frame).
 
 What the plugin returns is turned into plain data here (:func:`~hermes_host.fence.snapshot.plain`)
 and checked against the size cap before it is sent; the host validates it again on its side,
@@ -154,7 +156,7 @@ def _build(recipe: bytes) -> Any:
 
 def _result(hook: str, value: Any, firstresult: bool, cap: int) -> dict[str, Any]:
     from hermes_host.fence.snapshot import NotPlainData, ResultTooLarge, plain
-    from hermes_host.fence.validate import IGNORED_HOOKS, type_problem
+    from hermes_host.fence.validate import IGNORED_HOOKS, RESULT_TYPES, type_problem
 
     if not firstresult:
         value = value[0] if isinstance(value, list) and value else None
@@ -171,6 +173,17 @@ def _result(hook: str, value: Any, firstresult: bool, cap: int) -> dict[str, Any
         return {"kind": "too_large", "size": exc.size}
     except NotPlainData as exc:
         return {"kind": "problem", "problem": f"the result is not plain data: {exc}"}
+    # measured and found plain: for the hook's own result type pydantic writes the JSON
+    model = RESULT_TYPES.get(hook)
+    if model is not None and type(value) is model:
+        try:
+            body = value.model_dump_json(warnings=False).encode("utf-8", "surrogatepass")
+        except Exception:  # not as the model says: send the plain data instead
+            body = None
+        if body is not None:
+            if len(body) > cap:
+                return {"kind": "too_large", "size": len(body)}
+            return {"kind": "json", "body": body}
     return {"kind": "value", "data": data, "size": size}
 
 
@@ -197,6 +210,7 @@ def _serve(sock: socket.socket) -> None:
     while True:
         try:
             message = json.loads(read_frame(sock))
+            payload = read_frame(sock)  # the request's JSON
         except EOFError:
             return
         hook = message["hook"]
@@ -205,7 +219,7 @@ def _serve(sock: socket.socket) -> None:
             if path not in models:
                 module, _, name = path.partition(":")
                 models[path] = getattr(importlib.import_module(module), name)
-            request = models[path].model_validate_json(message["request"])
+            request = models[path].model_validate_json(payload)
             if message.get("history"):
                 request = request.model_copy(update={"history": RemoteHistory(sock, lock)})
             caller = getattr(pm.hook, hook)
@@ -224,7 +238,14 @@ def _serve(sock: socket.socket) -> None:
             }
         reply["op"] = "result"
         reply["threads"] = threading.active_count()
+        body = reply.pop("body", None)
         try:
+            if body is not None:  # the model's JSON follows in a frame of its own
+                with lock:
+                    header = json.dumps(reply).encode()
+                    sock.sendall(len(header).to_bytes(_HEADER, "big") + header
+                                 + len(body).to_bytes(_HEADER, "big") + body)
+                continue
             _send(sock, lock, reply)
         except (TypeError, ValueError) as exc:  # e.g. a NaN the host's JSON refuses
             _send(sock, lock, {"op": "result", "kind": "problem", "threads": 1,
