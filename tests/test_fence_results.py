@@ -167,3 +167,17 @@ def test_issue13_concurrent_calls_of_one_process_isolated_plugin(tmp_path: Path)
         assert len(stamps) == 3 and all(s.provenance is Provenance.OK for s in stamps), stamps
     finally:
         runner.close()
+
+
+def test_issue13_a_plugin_that_cannot_reach_a_worker_process_is_a_clear_error() -> None:
+    """An instance that cannot be pickled (it holds a lock) and has no entry-point recipe:
+    every call says why, instead of silently running it in a thread."""
+    from fence_helpers import Hung, should_request
+
+    gate = Gate()
+    runner = HookRunner(make_pm(h=Hung(gate)), fence=FenceSection(isolation="process"))
+    stamp = runner.call("h", "should_compress", should_request())
+    assert stamp.provenance is Provenance.ERROR
+    assert stamp.error_type == "IsolationUnavailable"
+    assert "cannot hand the plugin to a worker process" in (stamp.error or "")
+    gate.release()

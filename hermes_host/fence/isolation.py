@@ -194,7 +194,7 @@ class ProcessPool:
             raise
 
     def _release(self, worker: _Worker, keep: bool) -> None:
-        if not keep:
+        if not keep or self._closed:
             worker.kill()
         with self._cond:
             self._busy -= 1
