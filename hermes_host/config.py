@@ -44,6 +44,7 @@ __all__ = [
     "MAX_YAML_NODES",
     "UNKNOWN_OPTION",
     "ConfigError",
+    "FenceSection",
     "HermesConfig",
     "find_config_path",
     "hermes_home",
@@ -116,7 +117,7 @@ class HooksSection(_Section):
     timeouts: dict[str, float] = Field(default_factory=dict)
     breaker: BreakerSection = Field(default_factory=BreakerSection)
     max_leaked_workers: int = Field(
-        8, ge=1, description="Hung workers tolerated before further calls are refused."
+        8, ge=1, description="Hung workers of one plugin tolerated before its calls are refused."
     )
 
     @field_validator("timeouts")
@@ -133,6 +134,57 @@ class HooksSection(_Section):
 
     def timeout(self, hook: str) -> float:
         return float(self.timeouts.get(hook, DEFAULT_TIMEOUTS[hook]))
+
+
+Isolation = Literal["thread", "process"]
+
+
+class FenceSection(_Section):
+    """How the fence runs an engine's hooks (``fence:`` globally, or per engine under
+    ``engines.<name>.fence``; a per-engine key overrides the global one).  See
+    docs/isolation.md for what each mode does and does not protect against."""
+
+    isolation: Isolation = Field(
+        "thread",
+        description="thread: a pooled daemon thread (fast; trusts the engine not to hold the "
+        "GIL or exit the process). process: a worker process killed at the deadline.",
+    )
+    max_result_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=1024,
+        description="Largest result (bytes as JSON) the fence accepts; larger is invalid.",
+    )
+    workers: int = Field(
+        1, ge=1, le=8, description="Process mode: worker processes kept started per engine."
+    )
+    memory_limit_mb: int | None = Field(
+        2048,
+        ge=64,
+        description="Process mode: address-space limit of a worker (None: no limit).",
+    )
+
+
+def _fence_override(engine: str, block: Any) -> dict[str, Any]:
+    """The ``engines.<engine>.fence`` block as a dict of the keys it sets (validated)."""
+    if not isinstance(block, dict):
+        raise ValueError(f"engines.{engine}.fence must be a mapping, got {type(block).__name__}")
+    try:
+        FenceSection.model_validate(block)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            key = f"engines.{engine}.fence." + ".".join(str(part) for part in err["loc"])
+            if err["type"] == "extra_forbidden":
+                allowed = _allowed_for(FenceSection, tuple(err["loc"]))
+                problems.append(f"{key}: unknown key; allowed keys: {allowed}")
+            elif err["type"] == "literal_error":
+                expected = err.get("ctx", {}).get("expected", "")
+                shown = f"{err['input']!r} is not allowed; allowed values: {expected}"
+                problems.append(f"{key}: {shown}")
+            else:
+                problems.append(f"{key}: {err['msg']} (got {err['input']!r})")
+        raise ValueError("; ".join(problems)) from None
+    return dict(block)
 
 
 class MemorySection(_Section):
@@ -193,11 +245,28 @@ class HermesConfig(_Section):
     compression: CompressionSettings = Field(default_factory=CompressionSettings)
     summarizer: SummarizerSettings = Field(default_factory=SummarizerSettings)
     hooks: HooksSection = Field(default_factory=HooksSection)
+    fence: FenceSection = Field(default_factory=FenceSection)
     memory: MemorySection = Field(default_factory=MemorySection)
     store: StoreSection = Field(default_factory=StoreSection)
     session_reset: SessionResetSection = Field(default_factory=SessionResetSection)
     group_sessions_per_user: bool = True
     sessions: SessionsSection = Field(default_factory=SessionsSection)
+
+    @field_validator("engines")
+    @classmethod
+    def _engine_fences(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        for engine, options in value.items():
+            if isinstance(options, dict) and "fence" in options:
+                _fence_override(engine, options["fence"])
+        return value
+
+    def fence_for(self, engine: str) -> FenceSection:
+        """The fence settings of ``engine``: ``fence`` with ``engines.<engine>.fence`` over
+        it.  (The ``fence`` key belongs to the host: the engine's ``options=`` lack it.)"""
+        block = self.engines.get(engine)
+        if not isinstance(block, dict) or not block.get("fence"):
+            return self.fence
+        return self.fence.model_copy(update=_fence_override(engine, block["fence"]))
 
     def store_path(self) -> Path:
         """The SQLite file of ``store.url`` (default ``$HERMES_HOST_HOME/state.db``).  Raises
@@ -326,7 +395,10 @@ def _format_errors(exc: ValidationError, source: str) -> str:
         key = ".".join(str(p) for p in loc) or "(top level)"
         value = err.get("input")
         shown = _short(value) if not isinstance(value, dict) else "a mapping"
-        if err["type"] == "extra_forbidden":
+        said = str(err.get("ctx", {}).get("error", ""))
+        if err["type"] == "value_error" and said.startswith(f"{key}."):
+            msg = f"  {_cut(said)}"  # a validator that names the nested key itself
+        elif err["type"] == "extra_forbidden":
             allowed = _allowed_for(HermesConfig, loc)
             msg = f"  {key}: unknown key"
             if allowed:

@@ -216,7 +216,9 @@ class ContextHost:
         self.config = config
         self.store = store
         self.plugins = plugins
-        self.runner = HookRunner(plugins.pm, config.hooks)
+        self.runner = HookRunner(
+            plugins.pm, config.hooks, fence=config.fence_for, factories=plugins.factories
+        )
         self.tokens = TokenCounter(model=config.model.name)  # the encoding fits the model
         self._owns_store = owns_store
         self._owned_plugins: list[object] = []
@@ -381,6 +383,7 @@ class ContextHost:
                 except Exception:  # a plugin's cleanup bug must not stop the others
                     pass
         self._owned_plugins = []
+        self.runner.close()  # worker processes of process-isolated engines
         if self._owns_store:
             self.store.close()
 

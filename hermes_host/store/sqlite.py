@@ -54,6 +54,7 @@ from hermes_host.store.codec import (
     stored_from_row,
 )
 from hermes_host.store.ids import holder_is_dead, make_holder, new_session_id
+from hermes_host.store.reader import SQLiteHistoryReader, lineage_ids
 from hermes_host.store.recap import format_recap
 from hermes_host.store.schema import LATEST_VERSION, migrate
 from hermes_host.store.search import (
@@ -656,21 +657,10 @@ class SQLiteStore:
 
     @_errors("reading a lineage")
     def lineage(self, session_id: str) -> list[str]:
-        rows = (
-            self._conn()
-            .execute(
-                "WITH RECURSIVE chain(id, parent, depth) AS ("
-                " SELECT id, parent_session_id, 0 FROM sessions WHERE id = ?"
-                " UNION ALL SELECT s.id, s.parent_session_id, c.depth + 1"
-                " FROM sessions s JOIN chain c ON s.id = c.parent WHERE c.depth < 100000)"
-                " SELECT id FROM chain ORDER BY depth DESC",
-                (session_id,),
-            )
-            .fetchall()
-        )
-        if not rows:
+        ids = lineage_ids(self._conn(), session_id)
+        if not ids:
             raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
-        return [r[0] for r in rows]
+        return ids
 
     # -- messages ---------------------------------------------------------------------------
 
@@ -1261,7 +1251,7 @@ class SQLiteStore:
     @_errors("opening a history reader")
     def history_reader(self, session_id: str) -> HistoryReader:
         self._require(self._conn(), session_id)  # exists? (get_session counts every row)
-        return SQLiteHistoryReader(self, session_id)
+        return SQLiteHistoryReader(self.path, session_id)  # its own read-only connection
 
     # -- engine state -----------------------------------------------------------------------
 
@@ -1292,31 +1282,3 @@ class SQLiteStore:
                 "VALUES (?, ?, ?, ?)",
                 (session_id, engine, text, time.time()),
             )
-
-
-class SQLiteHistoryReader:
-    """Read-only :class:`~hermes_host.models.HistoryReader` over a session's lineage.
-
-    It exposes only ``search`` and ``messages``; it holds the store privately so an engine has
-    no write method to call (R-10.2: engines never write state).
-    """
-
-    __slots__ = ("_session_id", "_store")
-
-    def __init__(self, store: SQLiteStore, session_id: str) -> None:
-        self._store = store
-        self._session_id = session_id
-
-    @property
-    def session_id(self) -> str:
-        return self._session_id
-
-    def search(self, query: str, *, limit: int = 20, lineage: bool = True) -> list[dict[str, Any]]:
-        hits = self._store.session_search(
-            query, session_id=self._session_id, lineage=lineage, limit=limit
-        )
-        return [hit.to_dict() for hit in hits]
-
-    def messages(self, *, include_inactive: bool = True) -> list[Message]:
-        rows = self._store.lineage_messages(self._session_id, include_inactive=include_inactive)
-        return [row.message for row in rows]
