@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hermes_host.chat.model import ModelError, ModelReply
+from hermes_host.chat.model import ModelError, ModelReply, tool_call_texts, tool_result_text
 from hermes_host.llm.anthropic_summarizer import classify_status_error
 from hermes_host.messages import text_of
 from hermes_host.models import Message
@@ -29,8 +29,7 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
     role = message.get("role")
     blocks: list[dict[str, Any]] = []
     if role == "tool":
-        label = message.get("name") or message.get("tool_call_id") or "tool"
-        blocks.append({"type": "text", "text": f"[tool result: {label}]\n{text_of(message)}"})
+        blocks.append({"type": "text", "text": tool_result_text(message)})
         return blocks
     content = message.get("content")
     if isinstance(content, str):
@@ -45,11 +44,7 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
                     blocks.append(image)
             elif isinstance(part.get("text"), str):
                 blocks.append({"type": "text", "text": part["text"]})
-    for call in message.get("tool_calls") or []:
-        fn = call.get("function") if isinstance(call, Mapping) else None
-        if isinstance(fn, Mapping):
-            blocks.append({"type": "text", "text": f"[called {fn.get('name')}"
-                           f"({fn.get('arguments', '')})]"})
+    blocks.extend({"type": "text", "text": t} for t in tool_call_texts(message))
     return [b for b in blocks if b.get("type") != "text" or str(b.get("text", "")).strip()]
 
 

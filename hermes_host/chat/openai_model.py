@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from hermes_host.chat.model import ModelError, ModelReply
+from hermes_host.chat.model import ModelError, ModelReply, tool_call_texts, tool_result_text
 from hermes_host.llm.openai_summarizer import is_reasoning_model, sdk_error
 from hermes_host.messages import text_of
 from hermes_host.models import Message
@@ -46,17 +46,12 @@ def to_openai(request: Sequence[Message]) -> list[dict[str, Any]]:
     for message in request:
         role = message.get("role")
         if role == "tool":
-            label = message.get("name") or message.get("tool_call_id") or "tool"
-            out.append({"role": "user", "content": f"[tool result: {label}]\n"
-                        f"{text_of(message)}"})
+            out.append({"role": "user", "content": tool_result_text(message)})
             continue
         content = _parts(message.get("content"))
         if role == "assistant":
-            calls = [c.get("function") for c in message.get("tool_calls") or []
-                     if isinstance(c, Mapping)]
             text = text_of(message) if not isinstance(content, str) else content
-            shown = [f"[called {fn.get('name')}({fn.get('arguments', '')})]"
-                     for fn in calls if isinstance(fn, Mapping)]
+            shown = tool_call_texts(message)
             content = "\n".join(t for t in [text, *shown] if t and t.strip())
         wire_role = role if role in ("system", "assistant") else "user"
         if content:
