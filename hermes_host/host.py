@@ -437,6 +437,45 @@ def _needs_merge(messages: Sequence[Message]) -> bool:
     )
 
 
+class _WindowScan:
+    """:func:`_needs_repair` and :func:`_needs_merge` kept up to date as a window grows:
+    :meth:`advance` scans only the messages appended since its last call (a window replaced
+    by another list is scanned from the start)."""
+
+    def __init__(self) -> None:
+        self.source: list[Message] | None = None
+        self.length = 0
+        self.pending: set[object] = set()
+        self.last_role: object = None
+        self.broken = False  # a repair or a merge is needed before ``length``
+
+    def advance(self, window: list[Message]) -> bool:
+        """Whether ``window`` needs neither a repair nor a merge."""
+        if window is not self.source or len(window) < self.length:
+            self.source, self.length, self.pending = window, 0, set()
+            self.last_role, self.broken = None, False
+        if not self.broken:
+            for message in window[self.length:]:
+                role = message.get("role")
+                if role in ("user", "assistant") and role == self.last_role:
+                    self.broken = True  # _needs_merge
+                if role == "tool":
+                    call_id = message.get("tool_call_id")
+                    if call_id not in self.pending:
+                        self.broken = True  # a result without its call
+                    self.pending.discard(call_id)
+                else:
+                    if self.pending:
+                        self.broken = True  # a call without its result
+                    if role == "assistant":
+                        self.pending = set(tool_call_ids(message))
+                self.last_role = role
+                if self.broken:
+                    break
+        self.length = len(window)
+        return not self.broken and not self.pending
+
+
 def _closes_open_call(message: Message) -> bool:
     """Is this the note :func:`repair_tool_pairs` adds for a call without a result?"""
     return message == {
@@ -503,6 +542,9 @@ class Session:
         "Summarizing…" state instead of a silent pause.  Exceptions it raises are ignored."""
         self._window_cache: tuple[tuple[int, int], list[Message], int] | None = None
         self._running = RunningTotal(counter=host.tokens)  # per message of the cached window
+        self._scan = _WindowScan()
+        self._cache_clean = False  # the cached window is the raw window as is (no repair)
+        self._cache_source: list[Message] | None = None  # the raw list it was built from
         # Read before ``window`` was (see ContextHost.resume): a write in between then shows
         # up as a difference at the next check instead of going unnoticed.
         self._marker = marker if marker is not None else host.store.window_marker(session_id)
@@ -613,21 +655,43 @@ class Session:
         Cached until the window changes; treat the returned messages as read-only.  The
         session never edits a stored message in place (it appends, or a compression
         replaces the window), so per-message token counts and the R-1.3 canonical forms are
-        reused for messages equal to last turn's, and only new messages cost work."""
+        reused for messages equal to last turn's, and only new messages cost work.  While
+        the window needs no repair (no orphan tool call or result, no two neighbours of one
+        role), an append extends the cached window and its token total by the new messages
+        alone (issue 15: the same cost at 20,000 messages as at 100)."""
+        return list(self._built())
+
+    def _built(self) -> list[Message]:
+        """The cached normalised window itself (private: :meth:`window` hands out copies)."""
         key = (len(self._window), self.compression_epoch)
-        if self._window_cache is None or self._window_cache[0] != key:
-            merged, fixes, merges = list(self._window), 0, 0
+        cache = self._window_cache
+        if cache is not None and cache[0] == key:
+            return cache[1]
+        clean = self._scan.advance(self._window)
+        if (clean and cache is not None and self._cache_clean
+                and cache[0][1] == self.compression_epoch
+                and self._cache_source is self._window and cache[0][0] < key[0]):
+            new = self._window[cache[0][0]:]
+            built = cache[1]  # private: callers get copies
+            built.extend(new)
+            self._running.extend(new)
+            self._window_cache = (key, built, self._running.total)
+            return built
+        merged, fixes, merges = list(self._window), 0, 0
+        if not clean:
             if _needs_repair(merged):
                 merged, fixes = repair_tool_pairs(merged)
             if _needs_merge(merged):
                 merged, merges = normalize_alternation(merged)
-            self.normalised = Normalisation(merged_adjacent=merges, tool_pairs_repaired=fixes)
-            head: list[Message] = (
-                [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
-            )
-            built = head + merged
-            self._window_cache = (key, built, self._count_window(built))
-        return list(self._window_cache[1])
+        self.normalised = Normalisation(merged_adjacent=merges, tool_pairs_repaired=fixes)
+        head: list[Message] = (
+            [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        )
+        built = head + merged
+        self._window_cache = (key, built, self._count_window(built))
+        self._cache_clean = clean
+        self._cache_source = self._window
+        return built
 
     def _count_window(self, built: list[Message]) -> int:
         """Tokens of ``built``, recounting only what changed since the last window: the
@@ -646,7 +710,7 @@ class Session:
     @property
     def window_tokens(self) -> int:
         """Host-counted tokens of system prompt + normalised window."""
-        self.window()
+        self._built()
         assert self._window_cache is not None
         return self._window_cache[2]
 
