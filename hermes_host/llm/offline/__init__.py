@@ -52,7 +52,7 @@ from hermes_host.llm.offline.user_requests import (
     latest_user_request,
     request_text,
 )
-from hermes_host.redact import redact, redact_messages
+from hermes_host.redact import redact, redacted_for_reading
 
 __all__ = [
     "CRON_GOAL",
@@ -81,7 +81,7 @@ class OfflineSummarizer:
     def summarize(self, job: SummaryJob) -> str:
         # The job's messages are redacted by contract; redacting again costs ~0.1 s on the
         # largest transcript and keeps a bare secret out of the identifier index.
-        messages = redact_messages([m for m in (job.messages or []) if isinstance(m, dict)])
+        messages = redacted_for_reading([m for m in (job.messages or []) if isinstance(m, dict)])
         facts = _Extractor(messages).run()
         composer = _Composer(self, job, facts)
         # Defence in depth: the job's messages should already be redacted.
