@@ -35,11 +35,11 @@ from __future__ import annotations
 import datetime as _dt
 import itertools
 import json
+import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from hermes_host import guards as guard_rules
@@ -93,6 +93,8 @@ __all__ = [
     "TurnOutcome",
     "reset_due",
 ]
+
+log = logging.getLogger(__name__)
 
 COMPACTING_MARKER = "🗜️ Compacting context — summarizing earlier conversation..."
 """Shown when a compression pass starts (R-10.4)."""
@@ -243,8 +245,7 @@ class ContextHost:
         owns = not (store is not None and not isinstance(store, str | os.PathLike))
         if store is None:
             store = config.store_path()
-        if isinstance(store, str | os.PathLike):
-            Path(store).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(store, str | os.PathLike):  # the store creates its directory
             store = open_store(store, lease_ttl=config.store.lease_ttl_seconds)
         host = cls(config, store, plugins, owns_store=owns)
         host._owned_plugins = [
@@ -280,9 +281,15 @@ class ContextHost:
         user_id: str | None = None,
         cwd: str | None = None,
         source: str | None = "hermes-host",
+        session_id: str | None = None,
     ) -> Session:
         """Start a new session.  The system prompt snapshot is ``system_prompt`` plus what
-        memory providers append (``on_system_prompt``, R-13.1), frozen for the session."""
+        memory providers append (``on_system_prompt``, R-13.1), frozen for the session.
+
+        ``session_id`` gives the new session (and so its conversation) an id of the
+        caller's choosing — a framework's own session id, so that the framework's id finds
+        the conversation again with :meth:`resume` (which follows rotations).  Raises
+        :class:`~hermes_host.store.StoreError` when that id is taken."""
         probe = SessionEvent(session_id="(new)", user_id=user_id, cwd=cwd, reason="new")
         blocks = [
             f.value
@@ -291,6 +298,7 @@ class ContextHost:
         ]
         snapshot = "\n\n".join([system_prompt, *blocks]) if blocks else system_prompt
         row = self.store.create_session(
+            session_id=session_id,
             source=source,
             user_id=user_id,
             model=self.config.model.name,
@@ -533,6 +541,8 @@ class Session:
         self.normalised = Normalisation()
         self.last_select: list[dict[str, Any]] = []
         self.last_prompt_tokens: int | None = None
+        self.window_warning: str | None = None  # set by build_request (issue 12)
+        self.last_decision: tuple[CompressDecision, str] | None = None  # end_turn's, for status
         self._last_base: tuple[int, list[str]] | None = None
         self._last_base_messages: list[Message] = []
         self.events: list[str] = []
@@ -760,7 +770,24 @@ class Session:
                 request, _ = repair_tool_pairs(request)
             if _needs_merge(request):
                 request, _ = normalize_alternation(request)
-        return sanitize_for_wire(request)
+        wire = sanitize_for_wire(request)
+        self._check_fits(wire, unchanged=request is base)
+        return wire
+
+    def _check_fits(self, request: list[Message], *, unchanged: bool) -> None:
+        """A request larger than the model's window is logged at WARNING and noted in
+        :meth:`status` (``window_warning``) — e.g. when ``end_turn`` was skipped so nothing
+        compressed (issue 12); the host still returns it, the caller decides."""
+        limit = self.host.config.model.context_length
+        tokens = self.window_tokens if unchanged else self.host.tokens.count_all(request)
+        if tokens <= limit:
+            self.window_warning = None
+            return
+        self.window_warning = (
+            f"the last request was {tokens:,} tokens, over the model's context window of "
+            f"{limit:,} (is end_turn() called after each turn?)"
+        )
+        log.warning("session %s: %s", self.id, self.window_warning)
 
     def _select(self, base: list[Message]) -> list[Message]:
         host = self.host
@@ -817,6 +844,7 @@ class Session:
         tokens = self.window_tokens
         guards = self._guards()
         decision, decided_by = self._decide(base, tokens, prompt_tokens, guards)
+        self.last_decision = (decision, decided_by)
         outcome = TurnOutcome(
             session_id=self.id, decision=decision, decided_by=decided_by, window_tokens=tokens
         )
@@ -827,6 +855,39 @@ class Session:
             outcome.window_tokens = self.window_tokens
         self.events.extend(outcome.events)
         return outcome
+
+    def record_usage(self, usage: Mapping[str, Any] | Any | None) -> int | None:
+        """Add a model call's provider-reported usage (a mapping or an SDK usage object with
+        ``prompt_tokens``/``input_tokens``, ``completion_tokens``/``output_tokens``, cache and
+        reasoning counts) to the session's totals; returns the prompt tokens, if any.
+        :meth:`end_turn` does this itself; call it when your framework reports usage apart
+        from the turn's end."""
+        return self._record_usage(usage)
+
+    def should_compress(self, prompt_tokens: int | None = None) -> CompressDecision:
+        """Ask now, without ending a turn, what :meth:`end_turn` would decide: the
+        ``should_compress`` engines over the window (fenced; on failure the host's threshold
+        rule decides), bound by the durable guards.  For a framework that runs compression
+        itself (it calls :meth:`compress` with ``force=False`` when this says yes)."""
+        self._sync()
+        base = self.window()
+        decision, _ = self._decide(base, self.window_tokens, prompt_tokens, self._guards())
+        return decision
+
+    def select_context(self, messages: Sequence[Message]) -> list[Message]:
+        """Run the ``select_context`` chain (fenced, fail open) over a message list the
+        caller built — what :meth:`build_request` does with the window, for a framework that
+        assembles its own request.  The engines search this session's stored lineage; their
+        decisions are in :attr:`last_select`.  Returns ``messages`` unchanged when no engine
+        is configured for the hook."""
+        self._sync()
+        base = [dict(m) for m in messages]
+        selected = self._select(base)
+        if selected is base:
+            return list(messages)
+        if _needs_repair(selected):
+            selected, _ = repair_tool_pairs(selected)
+        return selected
 
     def _record_usage(self, usage: Mapping[str, Any] | Any | None) -> int | None:
         if usage is None:
@@ -885,9 +946,7 @@ class Session:
                     # The durable guards bind every engine (R-5): never thrash or ignore a
                     # cooldown because an engine forgot to look.
                     return (
-                        CompressDecision(
-                            compress=False, reason=blocked, threshold_tokens=value.threshold_tokens
-                        ),
+                        value.model_copy(update={"compress": False, "reason": blocked}),
                         f"engine:{engine}+guards",
                     )
                 return value, f"engine:{engine}"
@@ -912,15 +971,18 @@ class Session:
         focus: str | None = None,
         keep_last_turns: int | None = None,
         preview: bool = False,
+        memory_context: str | None = None,
     ) -> CompressionReport:
         """Manual ``/compress`` (R-12.1): ``force`` clears the cooldown and the anti-thrash
         counters; ``focus`` favours a topic; ``keep_last_turns`` keeps exactly the last N
-        user turns; ``preview`` computes the proposal without publishing it."""
+        user turns; ``preview`` computes the proposal without publishing it.
+        ``memory_context`` is text the caller's own memory wants kept (R-11.4): it goes into
+        ``CompressRequest.memory_context`` ahead of what memory providers return."""
         events: list[str] = []
         self._sync()
         report = self._compression_pass(
             force=force, focus=focus, keep_last_turns=keep_last_turns, preview=preview,
-            events=events,
+            events=events, memory_context=memory_context,
         )
         self.events.extend(events)
         return report
@@ -933,6 +995,7 @@ class Session:
         focus: str | None = None,
         keep_last_turns: int | None = None,
         preview: bool = False,
+        memory_context: str | None = None,
     ) -> CompressionReport:
         host = self.host
         store = host.store
@@ -998,16 +1061,16 @@ class Session:
                     return None
                 return min(host.runner.timeout_for(hook), left)
 
-            memory_context = None
+            texts = [memory_context.strip()] if memory_context and memory_context.strip() else []
             budget = remaining("on_pre_compress")
             if budget is not None and host.providers:
                 pre = PreCompressRequest(session_id=sid, messages=base, focus_topic=focus)
-                texts = [
+                texts += [
                     f.value.strip()
                     for f in host._broadcast("on_pre_compress", pre, timeout=budget)
                     if f.adopted and isinstance(f.value, str) and f.value.strip()
                 ]
-                memory_context = "\n\n".join(texts) or None
+            memory_context = "\n\n".join(texts) or None
 
             budget = remaining("compress")
             if budget is None:
@@ -1174,10 +1237,12 @@ class Session:
         model = host.config.model
         tokens = self.window_tokens
         guards = self._guards()
-        decision = guard_rules.host_decision(
-            tokens=tokens, context_length=model.context_length,
-            settings=host.config.compression, guards=guards, model=model.name,
-        )
+        # the threshold is the one the decision uses (issue 12): the last end_turn's, or
+        # before the first one, asked as end_turn would ask (status never calls it again)
+        if self.last_decision is None:
+            self.last_decision = self._decide(self.window(), tokens, self.last_prompt_tokens,
+                                              guards)
+        decision, decided_by = self.last_decision
         return {
             "session_id": self.id,
             "conversation_id": self.conversation_id,
@@ -1187,6 +1252,9 @@ class Session:
             "context_length": model.context_length,
             "context_used": round(tokens / model.context_length, 4),
             "threshold_tokens": decision.threshold_tokens,
+            "threshold": {"tokens": decision.threshold_tokens, "decided_by": decided_by,
+                          **(decision.threshold_rule or {})},
+            "window_warning": self.window_warning,
             "blocked": guard_rules.blocked_reason(guards, tokens, model.context_length),
             "messages": len(self._window),
             "compression_count": self.compression_count,

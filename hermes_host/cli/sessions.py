@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -29,7 +30,7 @@ from hermes_host.store import (
     StoreError,
     open_store,
 )
-from hermes_host.store.sqlite import SQLiteStore
+from hermes_host.store.sqlite import SQLiteStore, check_location
 from hermes_host.transcripts import (
     TranscriptError,
     check_transcript,
@@ -86,11 +87,18 @@ def _opened(
     """The store, open for the ``with`` block: reading commands refuse to create one where
     none exists, a :class:`StoreError` becomes a one-line error, and it is always closed."""
     path, ttl = resolved or _resolve_path(store_path, config_path)
+    try:
+        check_location(path)
+    except StoreError as exc:
+        fail(exc)
     if not create and not path.exists():
         fail(f"{path}: no store here yet (it is created by the first session); "
              "pass --store PATH to use another one")
+    # A store this user cannot write (a 0444 file, a read-only directory) is still browsed:
+    # reading commands open it read-only instead of failing (issue 12).
+    read_only = not create and not _writable(path)
     try:
-        store = open_store(path, lease_ttl=ttl)
+        store = open_store(path, lease_ttl=ttl, read_only=read_only)
     except StoreError as exc:
         fail(exc)
     try:
@@ -99,6 +107,11 @@ def _opened(
         fail(exc)
     finally:
         store.close()
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write the store file and create its -wal/-shm files."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
 
 
 def _when(ts: float | None) -> str:
@@ -171,6 +184,10 @@ def list_cmd(
     session (the one holding the live window), with how many times it was rotated.
     ``sessions lineage`` lists the sessions of one."""
     path, ttl = _resolve_path(store_path, config_path)
+    try:
+        check_location(path)
+    except StoreError as exc:
+        fail(exc)
     if not path.exists():
         if as_json:
             click.echo("[]")

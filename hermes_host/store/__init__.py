@@ -71,14 +71,19 @@ def store_file(path_or_url: str | os.PathLike[str]) -> Path:
 
 
 def open_store(
-    path_or_url: str | os.PathLike[str], *, lease_ttl: float = DEFAULT_LEASE_TTL
+    path_or_url: str | os.PathLike[str],
+    *,
+    lease_ttl: float = DEFAULT_LEASE_TTL,
+    read_only: bool = False,
 ) -> StateStore:
     """Open (creating and migrating if needed) the store at ``path_or_url``.
 
     Accepts a file path or a ``sqlite:///path`` URL (``HermesConfig.store_path()`` gives the
     configured one).  Other URL schemes are refused with a message naming what is supported.
+    ``read_only`` opens an existing store for reading only (SQLite ``mode=ro``): nothing is
+    created, migrated or chmod-ed, and any write raises :class:`StoreError`.
     """
     path = store_file(path_or_url)
     from hermes_host.store.sqlite import SQLiteStore
 
-    return SQLiteStore(path, lease_ttl=lease_ttl)
+    return SQLiteStore(path, lease_ttl=lease_ttl, read_only=read_only)

@@ -35,6 +35,7 @@ from hermes_host.store.base import (
     LeaseLostError,
     PublishMode,
     PublishResult,
+    SchemaTooNewError,
     SearchHit,
     Session,
     SessionNotFoundError,
@@ -54,7 +55,7 @@ from hermes_host.store.codec import (
 )
 from hermes_host.store.ids import holder_is_dead, make_holder, new_session_id
 from hermes_host.store.recap import format_recap
-from hermes_host.store.schema import migrate
+from hermes_host.store.schema import LATEST_VERSION, migrate
 from hermes_host.store.search import (
     BOOKEND_MESSAGES,
     catch_up_trigram,
@@ -173,17 +174,36 @@ def _errors(action: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
     return decorate
 
 
+def check_location(path: Path) -> None:
+    """Raise :class:`StoreError` when a regular file sits where a directory of ``path``
+    should be (``--store afile/state.db``), before anything tries to create it."""
+    for parent in path.parents:
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                raise StoreError(
+                    f"{path}: {parent} is a file, not a directory; pass a store path inside "
+                    "a directory"
+                )
+            return
+
+
 def _prepare_file(path: Path) -> None:
-    """Create the file (and its directory) owner-only before SQLite touches it."""
+    """Create the file (and its directory) owner-only before SQLite touches it.
+
+    An existing store readable by others is tightened to its owner's bits (it holds
+    conversations); a store its owner made read-only (no owner write bit, e.g. 0444) is the
+    owner's choice and is left exactly as it is (issue 12)."""
     if str(path) == ":memory:":
         return
+    check_location(path)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     if not path.exists():
         fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
         os.close(fd)
-    if path.is_file() and (path.stat().st_mode & 0o777) != 0o600:
+    mode = path.stat().st_mode & 0o777 if path.is_file() else 0
+    if mode & 0o200 and mode & 0o077:
         try:
-            os.chmod(path, 0o600)
+            os.chmod(path, mode & 0o700)
         except PermissionError:  # not ours to change; SQLite will still report access
             pass
 
@@ -256,9 +276,15 @@ class SQLiteStore:
     """The SQLite :class:`~hermes_host.store.base.StateStore`."""
 
     def __init__(
-        self, path: Path, *, lease_ttl: float = DEFAULT_LEASE_TTL, busy_timeout: float = 10.0
+        self,
+        path: Path,
+        *,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
+        busy_timeout: float = 10.0,
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path)
+        self.read_only = read_only
         self.location = str(self.path)
         self.lease_ttl = float(lease_ttl)
         self.busy_timeout = float(busy_timeout)
@@ -271,11 +297,53 @@ class SQLiteStore:
     @_errors("opening the store")
     def _open(self) -> None:
         try:
-            _prepare_file(self.path)
-            migrate(self._conn(), self.path)
+            if self.read_only:
+                self._check_read_only()
+            else:
+                _prepare_file(self.path)
+                migrate(self._conn(), self.path)
         except BaseException:
             self.close()  # a store that failed to open holds no connection
             raise
+
+    def _check_read_only(self) -> None:
+        """A read-only store is browsed as it is: nothing is created, migrated or chmod-ed,
+        so it must exist and already have this host's schema."""
+        check_location(self.path)
+        if not self.path.is_file():
+            raise StoreError(f"{self.path}: no store file here (opening read-only)")
+        version = self._conn().execute("PRAGMA user_version").fetchone()[0]
+        if version > LATEST_VERSION:
+            raise SchemaTooNewError(
+                f"{self.path}: this store has schema version {version}, but this hermes-host "
+                f"understands versions up to {LATEST_VERSION}; upgrade hermes-host"
+            )
+        if version != LATEST_VERSION:
+            raise StoreError(
+                f"{self.path}: the store is read-only and at schema version {version}; it "
+                f"needs migrating to {LATEST_VERSION}, which needs write access once"
+            )
+
+    def _connect(self) -> sqlite3.Connection:
+        if not self.read_only:
+            return sqlite3.connect(
+                self.path, timeout=self.busy_timeout, isolation_level=None,
+                check_same_thread=False,
+            )
+        # mode=ro: SQLite never writes the file.  A WAL store in a read-only directory has
+        # no -shm it could create; there nobody can write either, so it is immutable.
+        uri = self.path.resolve().as_uri()
+        for query in ("?mode=ro", "?mode=ro&immutable=1"):
+            conn = sqlite3.connect(f"{uri}{query}", uri=True, timeout=self.busy_timeout,
+                                   isolation_level=None, check_same_thread=False)
+            try:
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                return conn
+            except sqlite3.OperationalError:
+                conn.close()
+                if query.endswith("immutable=1"):
+                    raise
+        raise AssertionError("unreachable")
 
     # -- connections and transactions -------------------------------------------------------
 
@@ -285,12 +353,11 @@ class SQLiteStore:
             return conn
         if self._closed:
             raise StoreError(f"{self.path}: the store was closed")
-        conn = sqlite3.connect(
-            self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
-        )
+        conn = self._connect()
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            if not self.read_only:
+                conn.execute("PRAGMA journal_mode = WAL").fetchone()
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA temp_store = MEMORY")

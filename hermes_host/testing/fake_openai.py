@@ -30,7 +30,10 @@ Behaviours (a string, or a dict with ``kind`` plus options):
 ``error``      any error: options ``status`` (500), ``type`` (server_error), ``message``
 =============  ==============================================================================
 
-When the script is exhausted every request gets ``normal``.  The default ``normal`` text is a
+A request with ``"stream": true`` gets its answer as server-sent events (one text delta,
+the finish reason, the usage chunk when ``stream_options.include_usage`` is set, ``[DONE]``),
+as agents that always stream (Hermes Agent) expect.  When the script is exhausted every
+request gets ``normal``.  The default ``normal`` text is a
 well-formed eleven-section summary (R-7.2) that quotes the request size, or whatever
 ``responder(body)`` returns when a responder is given.
 
@@ -219,6 +222,26 @@ class FakeOpenAI:
         }
 
 
+def _sse(completion: dict[str, Any], body: dict[str, Any]) -> bytes:
+    """A completion as the server-sent events of ``stream: true``: the role and text in one
+    delta, the finish reason, the usage chunk when ``stream_options.include_usage`` asks for
+    it, then ``[DONE]`` (the shape the SDK's ``Stream`` parses)."""
+    choice = completion["choices"][0]
+    base = {k: completion[k] for k in ("id", "created", "model")}
+    base["object"] = "chat.completion.chunk"
+    chunks: list[dict[str, Any]] = [
+        {**base, "choices": [{"index": 0, "finish_reason": None, "delta": {
+            "role": "assistant", "content": choice["message"]["content"]}}]},
+        {**base, "choices": [{"index": 0, "delta": {},
+                              "finish_reason": choice["finish_reason"]}]},
+    ]
+    options = body.get("stream_options")
+    if isinstance(options, dict) and options.get("include_usage"):
+        chunks.append({**base, "choices": [], "usage": completion["usage"]})
+    events = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks] + ["data: [DONE]\n\n"]
+    return "".join(events).encode()
+
+
 def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -227,11 +250,12 @@ def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             return  # keep test output clean
 
         def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+            headers = dict(headers or {})
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", headers.pop("Content-Type", "application/json"))
             self.send_header("Content-Length", str(len(payload)))
             self.send_header("x-request-id", "req_fake")
-            for key, value in (headers or {}).items():
+            for key, value in headers.items():
                 self.send_header(key, value)
             self.end_headers()
             self.wfile.write(payload)
@@ -292,7 +316,10 @@ def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             finish = "length" if kind == "length" else "stop"
             payload = fake._completion(body, str(text), int(step["_n"]), finish)
             try:
-                self._send(200, json.dumps(payload).encode())
+                if body.get("stream"):
+                    self._send(200, _sse(payload, body), {"Content-Type": "text/event-stream"})
+                else:
+                    self._send(200, json.dumps(payload).encode())
             except OSError:
                 return  # the client gave up (timeout) while we were slow
 
