@@ -118,6 +118,7 @@ def bench(session: nox.Session) -> None:
     ``nox -s bench -- --check`` the session fails when any target was missed, after
     writing the page.  Other arguments go to every script."""
     install_all(session)
+    session.install("llm")  # the yardstick of bench_startup.py (`llm --help`, simonw/llm)
     check = "--check" in session.posargs
     args = [a for a in session.posargs if a != "--check"]
     results = Path(session.create_tmp()).resolve() / "bench-targets.jsonl"

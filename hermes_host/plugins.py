@@ -38,6 +38,7 @@ from stevedore import ExtensionManager, NamedExtensionManager
 
 from hermes_host import hookspecs
 from hermes_host.config import HermesConfig
+from hermes_host.tracing import TRACE_ENV, trace_enabled
 
 __all__ = [
     "ENGINE_GROUP",
@@ -62,7 +63,6 @@ __all__ = [
 ENGINE_GROUP = "hermes_host.context_engines"
 PROVIDER_GROUP = "hermes_host.memory_providers"
 LOAD_PLUGINS_ENV = "HERMES_HOST_LOAD_PLUGINS"
-TRACE_ENV = "HERMES_HOST_TRACE_PLUGINS"
 
 Kind = Literal["engine", "memory_provider"]
 Status = Literal["not loaded", "loaded", "failed", "disabled"]
@@ -154,11 +154,6 @@ def reset_discovery_cache() -> None:
     global _scan_cache
     _scan_cache = None
     ExtensionManager.ENTRY_POINT_CACHE.clear()
-
-
-def trace_enabled() -> bool:
-    """Whether ``HERMES_HOST_TRACE_PLUGINS`` asks for the plugin trace."""
-    return os.environ.get(TRACE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _allow_list() -> set[str] | None:
