@@ -280,9 +280,14 @@ class ContextHost:
         user_id: str | None = None,
         cwd: str | None = None,
         source: str | None = "hermes-host",
+        session_id: str | None = None,
     ) -> Session:
         """Start a new session.  The system prompt snapshot is ``system_prompt`` plus what
-        memory providers append (``on_system_prompt``, R-13.1), frozen for the session."""
+        memory providers append (``on_system_prompt``, R-13.1), frozen for the session.
+
+        ``session_id`` chooses the new session's id (and so its conversation id) instead of a
+        generated one — a framework's own session key, say; a
+        :class:`~hermes_host.store.StoreError` says so when the store already has it."""
         probe = SessionEvent(session_id="(new)", user_id=user_id, cwd=cwd, reason="new")
         blocks = [
             f.value
@@ -291,6 +296,7 @@ class ContextHost:
         ]
         snapshot = "\n\n".join([system_prompt, *blocks]) if blocks else system_prompt
         row = self.store.create_session(
+            session_id=session_id,
             source=source,
             user_id=user_id,
             model=self.config.model.name,
@@ -1155,18 +1161,36 @@ class Session:
         if not starts:
             return 0
         cut = starts[-min(turns, len(starts))]
-        kept = self._window[:cut]
+        return len(self._archive_from(cut, reason="undo"))
+
+    def truncate(self, keep: int) -> list[Message]:
+        """Keep the first ``keep`` messages of the window and take the rest out of it; returns
+        the messages taken out, oldest first (``truncate(len(window) - 1)`` pops the newest
+        message, ``truncate(0)`` empties the window).  As with :meth:`undo`, their rows are
+        archived in the store (``active=0``, still searchable), never deleted, and the
+        conversation id does not change — what a framework's "pop item" / "clear session"
+        needs (``hermes_host.integrations``).  Raises :class:`ValueError` for a negative
+        ``keep``."""
+        if keep < 0:
+            raise ValueError("truncate needs keep >= 0")
+        self._sync()
+        if keep >= len(self._window):
+            return []
+        return self._archive_from(keep, reason="truncate")
+
+    def _archive_from(self, cut: int, *, reason: str) -> list[Message]:
+        """Publish ``window[:cut]`` in place (the rest archived); what left the window."""
+        kept, removed = self._window[:cut], self._window[cut:]
         store = self.host.store
         lease = store.acquire_lease(self.id)
         if isinstance(lease, Deferred):
-            raise StoreError(f"cannot undo now: {lease.message}")
+            raise StoreError(f"cannot {reason} now: {lease.message}")
         try:
             published = store.publish_compression(
-                lease, self.id, kept, mode="in_place", reason="undo", snapshot=self._marker
+                lease, self.id, kept, mode="in_place", reason=reason, snapshot=self._marker
             )
         finally:
             store.release_lease(lease)
-        removed = len(self._window) - cut
         self._window = [*kept, *published.carried]
         self._published(published, self._window)
         self._turn_start = min(self._turn_start, len(self._window))
