@@ -1,0 +1,218 @@
+"""What the LangChain middleware and the LangGraph hook share (issue 18): a LangChain message
+list mirrored into a hermes-host conversation, and the hermes-host window handed back as
+LangChain messages.
+
+The graph state stays the source of truth for the agent and keeps every message; the store
+gets each new message once (in OpenAI chat form, with the LangChain id under
+``_langchain_id``); the model gets the window — the state's own message objects where the
+window still holds them unchanged, converted ones for what an engine wrote (the summary, a
+pruned tool output, text a ``select_context`` engine added).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import (
+    BaseMessage,
+    SystemMessage,
+    convert_to_messages,
+    convert_to_openai_messages,
+)
+
+from hermes_host.config import HermesConfig
+from hermes_host.host import ContextHost, Session, TurnOutcome
+from hermes_host.messages import sanitize_for_wire
+from hermes_host.models import Message
+from hermes_host.store import SessionNotFoundError, StateStore
+
+__all__ = ["ID_KEY", "LangChainWindow", "thread_id"]
+
+ID_KEY = "_langchain_id"
+"""The key under which each stored message keeps its LangChain message id."""
+
+
+def _canonical(message: Message) -> str:
+    return json.dumps(sanitize_for_wire([message])[0], sort_keys=True, ensure_ascii=False,
+                      default=str)
+
+
+def thread_id() -> str | None:
+    """The LangGraph ``thread_id`` of the run this is called in, if any."""
+    try:
+        from langgraph.config import get_config
+
+        configurable = get_config().get("configurable") or {}
+    except (ImportError, RuntimeError):  # not inside a graph run
+        return None
+    value = configurable.get("thread_id")
+    return str(value) if value is not None else None
+
+
+class _Conversation:
+    """One hermes-host session and what of the LangChain messages it already holds."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.known_ids: set[str] = set()
+        self.seen: list[str] = []  # canonical forms of the mirrored messages, in order
+        host = session.host
+        rows = sorted(
+            (row for sid in host.store.lineage(session.id) for row in host.store.all_messages(sid)),
+            key=lambda r: r.id,
+        )
+        for row in rows:
+            lc_id = row.message.get(ID_KEY)
+            if isinstance(lc_id, str):
+                self.known_ids.add(lc_id)
+                self.seen.append(_canonical(row.message))
+
+
+class LangChainWindow:
+    """Mirror LangChain messages into hermes-host and return the window (thread-safe).
+
+    ``host`` is shared when given (its store and engines); else one is built from ``config``
+    and ``store`` as :meth:`ContextHost.from_config` takes them.  Each LangGraph thread (its
+    ``thread_id``) is its own hermes-host conversation, whose id *is* the thread id; outside
+    a thread (no checkpointer) every call goes to one conversation, ``session_id`` (``None``:
+    a generated id).
+    """
+
+    def __init__(
+        self,
+        host: ContextHost | None = None,
+        *,
+        config: HermesConfig | str | Path | None = None,
+        store: StateStore | str | Path | None = None,
+        session_id: str | None = None,
+        title: str | None = None,
+        source: str = "langchain",
+    ) -> None:
+        self._owns_host = host is None
+        self.host = host if host is not None else ContextHost.from_config(config, store=store)
+        self.default_session_id = session_id
+        self.title = title
+        self.source = source
+        self._conversations: dict[str | None, _Conversation] = {}
+        self._lock = threading.Lock()
+        self.last_outcome: TurnOutcome | None = None
+        """What the last ``end_turn`` said (status, events such as the compaction lines)."""
+
+    # -- conversations ---------------------------------------------------------------------
+
+    def session(self, key: str | None = None) -> Session:
+        """The hermes-host session of a thread (``None``: the default conversation)."""
+        with self._lock:
+            return self._conversation(key, "").session
+
+    def _conversation(self, key: str | None, system_prompt: str) -> _Conversation:
+        found = self._conversations.get(key)
+        if found is not None:
+            return found
+        wanted = key if key is not None else self.default_session_id
+        session: Session | None = None
+        if wanted is not None:
+            try:
+                self.host.store.get_session(wanted)
+            except SessionNotFoundError:
+                pass
+            else:
+                session = self.host.resume(wanted)
+        if session is None:
+            session = self.host.open_session(self.title, system_prompt, session_id=wanted,
+                                              source=self.source)
+        if key is None:
+            self.default_session_id = session.conversation_id
+        conversation = self._conversations[key] = _Conversation(session)
+        return conversation
+
+    # -- the window ------------------------------------------------------------------------
+
+    def window(
+        self, messages: Sequence[BaseMessage | Any], *, system_prompt: str = "",
+        key: str | None = None,
+    ) -> list[BaseMessage]:
+        """Store what is new in ``messages``, end the turn when no tool call is open
+        (compression when due), and return the model input: leading system messages as
+        given, then the hermes-host window.  ``system_prompt`` is the agent's (counted in
+        the window's tokens; the model still gets it from the framework)."""
+        state = convert_to_messages(messages)
+        lead = 0
+        while lead < len(state) and isinstance(state[lead], SystemMessage):
+            lead += 1
+        head, body = state[:lead], state[lead:]
+        with self._lock:
+            conversation = self._conversation(key, system_prompt)
+            session = conversation.session
+            added = self._mirror(conversation, body)
+            if added and not session.open_calls():
+                self.last_outcome = session.end_turn()
+            request = session.build_request()
+            if request and request[0].get("role") == "system" and session.system_prompt:
+                request = request[1:]  # the framework sends its own system prompt
+            return [*head, *self._to_langchain(session, request, body)]
+
+    def record(
+        self, messages: Sequence[BaseMessage | Any], *, system_prompt: str = "",
+        key: str | None = None,
+    ) -> int:
+        """Store what is new in ``messages`` (after a model call: its reply) and end the turn
+        when the reply closed it (no tool call open); how many messages were new."""
+        state = convert_to_messages(messages)
+        body = [m for i, m in enumerate(state)
+                if not (isinstance(m, SystemMessage) and all(
+                    isinstance(p, SystemMessage) for p in state[:i]))]
+        with self._lock:
+            conversation = self._conversation(key, system_prompt)
+            added = self._mirror(conversation, body)
+            if added and not conversation.session.open_calls():
+                self.last_outcome = conversation.session.end_turn()
+            return added
+
+    def _mirror(self, conversation: _Conversation, body: Sequence[BaseMessage]) -> int:
+        """Append the messages of ``body`` the conversation does not hold yet."""
+        dicts = convert_to_openai_messages(list(body))
+        added = 0
+        for i, (message, data) in enumerate(zip(body, dicts, strict=True)):
+            canon = _canonical(data)
+            in_order = i < len(conversation.seen) and conversation.seen[i] == canon
+            if (message.id is not None and message.id in conversation.known_ids) or in_order:
+                continue
+            if data.get("role") == "system":  # a system message mid-conversation
+                data = {**data, "role": "user"}
+            data[ID_KEY] = message.id or f"position-{len(conversation.seen)}"
+            conversation.session.add_message(data)
+            conversation.known_ids.add(str(data[ID_KEY]))
+            conversation.seen.append(canon)
+            added += 1
+        return added
+
+    def _to_langchain(
+        self, session: Session, request: list[Message], body: Sequence[BaseMessage]
+    ) -> list[BaseMessage]:
+        """The state's own objects for unchanged window messages, converted ones otherwise."""
+        by_id = {m.id: m for m in body if m.id is not None}
+        by_canon: dict[str, list[BaseMessage]] = {}
+        for message, data in zip(body, convert_to_openai_messages(list(body)), strict=True):
+            by_canon.setdefault(_canonical(data), []).append(message)
+        originals: dict[str, list[BaseMessage]] = {}
+        for stored in session.window():
+            lc_id = stored.get(ID_KEY)
+            original = by_id.get(lc_id) if isinstance(lc_id, str) else None
+            if original is not None:
+                originals.setdefault(_canonical(stored), []).append(original)
+        out: list[BaseMessage] = []
+        for data in request:
+            canon = _canonical(data)
+            pool = originals.get(canon) or by_canon.get(canon)
+            out.append(pool.pop(0) if pool else convert_to_messages([data])[0])
+        return out
+
+    def close(self) -> None:
+        """Close the host if this object built it."""
+        if self._owns_host:
+            self.host.close()

@@ -1,0 +1,201 @@
+"""``HermesContextMiddleware`` under a real ``langchain.agents.create_agent`` and
+``hermes_pre_model_hook`` under a real LangGraph ``create_react_agent`` (issue 18,
+deliverable 3).
+
+The model is langchain-core's own ``GenericFakeChatModel`` (scripted tool calls, then
+answers), with ``bind_tools`` accepting the agent's tools and every input it gets recorded;
+the tool runs for real in the agents' tool node; the engine is the real ``compressor`` with a
+small context length, so a conversation of a few turns compresses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain")
+pytest.importorskip("langgraph")
+
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatResult
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import Field
+
+from hermes_host.config import HermesConfig
+from hermes_host.host import ContextHost
+from hermes_host.integrations._lc_window import ID_KEY
+from hermes_host.integrations.langchain import HermesContextMiddleware
+from hermes_host.integrations.langgraph import hermes_pre_model_hook
+from hermes_host.messages import SUMMARY_PREFIX
+
+TURNS = 8
+SYSTEM = "You are the hermes-host LangChain test agent."
+
+
+class RecordingFakeModel(GenericFakeChatModel):
+    """langchain-core's fake chat model, recording each input; tools bind as a no-op."""
+
+    inputs: list[list[BaseMessage]] = Field(default_factory=list)
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> RecordingFakeModel:
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.inputs.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+
+def script(turns: int) -> Iterator[AIMessage]:
+    for n in range(turns):
+        yield AIMessage("", tool_calls=[{"name": "lookup", "args": {"topic": f"topic {n}"},
+                                         "id": f"call_{n}", "type": "tool_call"}])
+        yield AIMessage(f"answer {n}: " + "conclusion " * 60)
+
+
+@tool
+def lookup(topic: str) -> str:
+    """Look a topic up."""
+    return f"facts about {topic}: " + "detail " * 80
+
+
+def make_host(tmp_path: Path, context_length: int = 1200) -> ContextHost:
+    config = HermesConfig.model_validate({
+        "context": {"engine": "compressor"},
+        "memory": {"providers": []},
+        "model": {"name": "gpt-4o", "context_length": context_length, "max_output_tokens": 200},
+        "summarizer": {"provider": "offline"},
+    })
+    return ContextHost.from_config(config, store=tmp_path / "state.db")
+
+
+def text(message: BaseMessage) -> str:
+    return str(message.content)
+
+
+def pairs_intact(messages: Sequence[BaseMessage]) -> bool:
+    calls = [c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
+    results = [m.tool_call_id for m in messages if isinstance(m, ToolMessage)]
+    return calls == results
+
+
+def check_conversation(host: ContextHost, model: RecordingFakeModel, state: list[BaseMessage],
+                       thread: str, session_id: str, first_id: str) -> None:
+    """What both integrations must show after the conversation (issue 18)."""
+    # the graph state keeps every message
+    assert len(state) == 4 * TURNS
+    assert [text(m) for m in state if isinstance(m, HumanMessage)] == [
+        f"turn {n}: tell me about topic {n}" for n in range(TURNS)]
+    # the model got the hermes-host window: the summary, not turn 0, tool pairs intact
+    last = [m for m in model.inputs[-1] if m.type != "system"]
+    assert len(last) < len(state)
+    assert SUMMARY_PREFIX in text(last[0])
+    assert not any("turn 0:" in text(m) for m in last)
+    assert pairs_intact(last)
+    # unchanged messages are the state's own objects (ids and all)
+    assert last[-1] is state[-2] or last[-1] == state[-2]
+    assert isinstance(last[-1], ToolMessage) and last[-1].id == state[-2].id
+    newest_user = next(m for m in reversed(last) if isinstance(m, HumanMessage))
+    assert newest_user is not None and newest_user.id == state[-4].id
+    # one stable conversation id (the thread id) across rotations
+    session = host.resume(thread)
+    assert session.conversation_id == thread == session_id
+    assert session.compression_count >= 1 and session.id != first_id
+    # the store keeps every state message, once
+    rows = [row.message for sid in host.store.lineage(session.id)
+            for row in host.store.all_messages(sid)]
+    stored_ids = [m[ID_KEY] for m in rows if ID_KEY in m]
+    assert sorted(stored_ids) == sorted(str(m.id) for m in state)
+
+
+def test_create_agent_middleware_compresses_and_keeps_the_state(tmp_path: Path) -> None:
+    """Issue 18: a create_agent conversation long enough to compress; the model input is the
+    hermes-host window while the state keeps every message."""
+    model = RecordingFakeModel(messages=script(TURNS), inputs=[])
+    with make_host(tmp_path) as host:
+        middleware = HermesContextMiddleware(host)
+        agent = create_agent(model, [lookup], system_prompt=SYSTEM, middleware=[middleware],
+                             checkpointer=InMemorySaver())
+        config: Any = {"configurable": {"thread_id": "lc-thread-1"}}
+        agent.invoke({"messages": [{"role": "user", "content": "turn 0: tell me about topic 0"}]},
+                     config)
+        first_id = middleware.session("lc-thread-1").id
+        for n in range(1, TURNS):
+            agent.invoke({"messages": [
+                {"role": "user", "content": f"turn {n}: tell me about topic {n}"}]}, config)
+        state = agent.get_state(config).values["messages"]
+        assert model.inputs[-1][0].type == "system" and text(model.inputs[-1][0]) == SYSTEM
+        check_conversation(host, model, state, "lc-thread-1",
+                           middleware.session("lc-thread-1").conversation_id, first_id)
+        # two model calls per turn, and the middleware saw each of them
+        assert len(model.inputs) == 2 * TURNS
+        assert middleware.hermes.last_outcome is not None
+
+
+def test_async_agent_goes_through_awrap_model_call(tmp_path: Path) -> None:
+    """Issue 18: ainvoke takes awrap_model_call; the same window, the same store."""
+    model = RecordingFakeModel(messages=script(TURNS), inputs=[])
+    with make_host(tmp_path) as host:
+        middleware = HermesContextMiddleware(host)
+        agent = create_agent(model, [lookup], system_prompt=SYSTEM, middleware=[middleware],
+                             checkpointer=InMemorySaver())
+        config: Any = {"configurable": {"thread_id": "lc-async"}}
+
+        async def conversation() -> str:
+            first = ""
+            for n in range(TURNS):
+                await agent.ainvoke({"messages": [
+                    {"role": "user", "content": f"turn {n}: tell me about topic {n}"}]}, config)
+                first = first or middleware.session("lc-async").id
+            return first
+
+        first_id = asyncio.run(conversation())
+        state = agent.get_state(config).values["messages"]
+        check_conversation(host, model, state, "lc-async", "lc-async", first_id)
+
+
+def test_without_a_checkpointer_history_is_not_stored_twice(tmp_path: Path) -> None:
+    """Issue 18: without a thread, the caller resends the whole history each time (fresh
+    LangChain ids); the middleware stores each message once, in one conversation."""
+    model = RecordingFakeModel(messages=script(3), inputs=[])
+    with make_host(tmp_path, context_length=100_000) as host:
+        middleware = HermesContextMiddleware(host, session_id="no-thread")
+        agent = create_agent(model, [lookup], middleware=[middleware])
+        history: list[Any] = []
+        for n in range(3):
+            history.append({"role": "user", "content": f"turn {n}"})
+            result = agent.invoke({"messages": history})
+            history = [m.model_copy(update={"id": None}) for m in result["messages"]]
+        rows = host.store.all_messages("no-thread")
+        assert len(rows) == len(history) == 12
+        assert [r.message["content"] for r in rows if r.message["role"] == "user"] == [
+            "turn 0", "turn 1", "turn 2"]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # create_react_agent (LangGraph 1.x)
+def test_langgraph_pre_model_hook_returns_llm_input_messages(tmp_path: Path) -> None:
+    """Issue 18: create_react_agent with hermes_pre_model_hook: the model input is the window
+    (llm_input_messages), the state keeps every message."""
+    from langgraph.prebuilt import create_react_agent
+
+    model = RecordingFakeModel(messages=script(TURNS), inputs=[])
+    with make_host(tmp_path) as host:
+        hook = hermes_pre_model_hook(host, system_prompt=SYSTEM)
+        agent = create_react_agent(model, [lookup], prompt=SYSTEM, pre_model_hook=hook,
+                                   post_model_hook=hook.post_model_hook,
+                                   checkpointer=InMemorySaver())
+        config: Any = {"configurable": {"thread_id": "lg-thread"}}
+        first_id = ""
+        for n in range(TURNS):
+            agent.invoke({"messages": [
+                {"role": "user", "content": f"turn {n}: tell me about topic {n}"}]}, config)
+            first_id = first_id or hook.window.session("lg-thread").id
+        state = agent.get_state(config).values["messages"]
+        assert text(model.inputs[-1][0]) == SYSTEM
+        check_conversation(host, model, state, "lg-thread", "lg-thread", first_id)
