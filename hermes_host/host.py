@@ -285,9 +285,10 @@ class ContextHost:
         """Start a new session.  The system prompt snapshot is ``system_prompt`` plus what
         memory providers append (``on_system_prompt``, R-13.1), frozen for the session.
 
-        ``session_id`` chooses the new session's id (and so its conversation id) instead of a
-        generated one — a framework's own session key, say; a
-        :class:`~hermes_host.store.StoreError` says so when the store already has it."""
+        ``session_id`` gives the new session (and so its conversation) an id of the
+        caller's choosing — a framework's own session id, so that the framework's id finds
+        the conversation again with :meth:`resume` (which follows rotations).  Raises
+        :class:`~hermes_host.store.StoreError` when that id is taken."""
         probe = SessionEvent(session_id="(new)", user_id=user_id, cwd=cwd, reason="new")
         blocks = [
             f.value

@@ -91,6 +91,18 @@ def _normalise(step: Behaviour) -> dict[str, Any]:
     return spec
 
 
+def _tool_call(call: Mapping[str, Any], n: int, i: int) -> dict[str, Any]:
+    arguments = call.get("arguments", {})
+    return {
+        "id": str(call.get("id") or f"call_fake{n:06d}_{i}"),
+        "type": "function",
+        "function": {
+            "name": str(call["name"]),
+            "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+        },
+    }
+
+
 def chat_responder(body: Any) -> str:
     """For demos: a summary for a summary request, else an echo of the last user message."""
     messages = body.get("messages") if isinstance(body, dict) else None
@@ -227,18 +239,6 @@ class FakeOpenAI:
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                       "total_tokens": prompt + completion},
         }
-
-
-def _tool_call(call: Mapping[str, Any], n: int, i: int) -> dict[str, Any]:
-    arguments = call.get("arguments", {})
-    return {
-        "id": str(call.get("id") or f"call_fake{n:06d}_{i}"),
-        "type": "function",
-        "function": {
-            "name": str(call["name"]),
-            "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
-        },
-    }
 
 
 def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
