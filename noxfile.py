@@ -38,11 +38,27 @@ def transcripts_env() -> dict[str, str]:
     return {"HERMES_HOST_TRANSCRIPTS": os.environ.get("HERMES_HOST_TRANSCRIPTS", str(default))}
 
 
+SUITES = ["core", "hermes-agent", "openai-agents", "langchain"]
+"""``core``: the host and every engine distribution.  Each other suite is one framework
+integration (issue 18): the host installed with that extra, then only
+``tests/integrations/test_<suite with underscores>*.py``, against the real framework."""
+
+
 @nox.session(python=PYTHON)
-def tests(session: nox.Session) -> None:
-    """Install the host and every engine distribution, then run all their tests."""
-    install_all(session)
-    paths = ["tests", *[str(d / "tests") for d in engine_dists() if (d / "tests").is_dir()]]
+@nox.parametrize("suite", SUITES)
+def tests(session: nox.Session, suite: str) -> None:
+    """Install the host and every engine distribution, then run all their tests (``core``),
+    or one framework integration's tests beside that framework (``nox -s "tests(suite=
+    'langchain')"``)."""
+    if suite == "core":
+        install_all(session)
+        paths = ["tests", *[str(d / "tests") for d in engine_dists() if (d / "tests").is_dir()]]
+    else:
+        install_all(session, suite)
+        pattern = f"test_{suite.replace('-', '_')}*.py"
+        paths = [str(p) for p in sorted((ROOT / "tests" / "integrations").glob(pattern))]
+        if not paths:
+            session.skip(f"no tests/integrations/{pattern} yet")
     session.run(
         "pytest", *session.posargs, *paths, env=transcripts_env(), external=False
     )

@@ -199,3 +199,76 @@ def test_langgraph_pre_model_hook_returns_llm_input_messages(tmp_path: Path) -> 
         state = agent.get_state(config).values["messages"]
         assert text(model.inputs[-1][0]) == SYSTEM
         check_conversation(host, model, state, "lg-thread", "lg-thread", first_id)
+
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations" / "langchain.md"
+
+
+def test_docs_page_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 18: docs/integrations/langchain.md's config and both examples run as written."""
+    import re
+
+    page = DOC.read_text(encoding="utf-8")
+    (tmp_path / "config.yaml").write_text(re.findall(r"```yaml\n(.*?)```", page, re.S)[0])
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HERMES_HOST_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("HERMES_HOST_CONFIG", raising=False)
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    assert len(blocks) == 2
+    for block in blocks:
+        exec(compile(block, str(DOC), "exec"), {"__name__": "docs_example"})
+    out = capsys.readouterr().out
+    assert "A context window is what the model reads.\nTo keep going.\n" in out
+    assert "compressions, 4 in the state" in out
+    assert "Hello.\nStill here.\n" in out and "tokens in the window" in out
+    with ContextHost.from_config(store=tmp_path / "home" / "state.db") as host:
+        for thread in ("my-first-thread", "my-graph-thread"):
+            rows = host.store.all_messages(thread)
+            assert len([r for r in rows if ID_KEY in r.message]) == 4
+
+
+def test_select_engines_shape_the_model_input(tmp_path: Path) -> None:
+    """Issue 18: a select_context engine (retrieval) works through the middleware: after the
+    early turns were compressed away, a question about them gets the retrieved block in the
+    model input, while the state's own message stays as the user wrote it."""
+    pytest.importorskip("hermes_retrieval")
+    turns = 12
+    replies = list(script(turns + 1))
+    for reply in replies[::2]:
+        reply.tool_calls[0]["name"] = "vault"
+    model = RecordingFakeModel(messages=iter(replies), inputs=[])
+    config = HermesConfig.model_validate({
+        "context": {"engine": "compressor", "hooks": {"select_context": ["retrieval"]}},
+        "memory": {"providers": []},
+        "model": {"name": "gpt-4o", "context_length": 3000, "max_output_tokens": 200},
+        "summarizer": {"provider": "offline"},
+    })
+
+    @tool
+    def vault(topic: str) -> str:
+        """Look a topic up in the vault."""
+        marker = " The deploy key of topic 1 is ZEBRA-0451." if topic == "topic 1" else ""
+        return f"vault entry for {topic}:{marker} " + "detail " * 80
+
+    with ContextHost.from_config(config, store=tmp_path / "state.db") as host:
+        middleware = HermesContextMiddleware(host)
+        agent = create_agent(model, [vault], middleware=[middleware],
+                             checkpointer=InMemorySaver())
+        thread: Any = {"configurable": {"thread_id": "lc-select"}}
+        for n in range(turns):
+            agent.invoke({"messages": [
+                {"role": "user", "content": f"turn {n}: tell me about topic {n}"}]}, thread)
+        assert middleware.session("lc-select").compression_count >= 1
+        window = middleware.session("lc-select").window()
+        # turn 1 was compressed away (turn 0 is the protected head)
+        assert not any("ZEBRA-0451" in str(m.get("content")) for m in window)
+
+        question = "what was the deploy key ZEBRA-0451 for?"
+        agent.invoke({"messages": [{"role": "user", "content": question}]}, thread)
+        asked = model.inputs[-2]  # the first model call of the last turn
+        newest = next(m for m in reversed(asked) if isinstance(m, HumanMessage))
+        assert "[RETRIEVED CONTEXT — REFERENCE ONLY]" in text(newest)
+        assert "ZEBRA-0451" in text(newest).split("[RETRIEVED CONTEXT")[1]
+        state = agent.get_state(thread).values["messages"]
+        assert [text(m) for m in state if isinstance(m, HumanMessage)][-1] == question

@@ -253,3 +253,32 @@ def test_bad_session_id_is_refused_and_nothing_is_written(tmp_path: Path) -> Non
         with pytest.raises(ValueError, match="non-empty"):
             HermesSession("  ", host=host)
         assert host.store.list_sessions(limit=5) == []
+
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations" / "openai-agents.md"
+
+
+def test_docs_page_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 18: docs/integrations/openai-agents.md's config and example run as written
+    (against the loopback server its last paragraph names)."""
+    import re
+
+    from hermes_host.testing.fake_openai import chat_responder
+
+    page = DOC.read_text(encoding="utf-8")
+    (tmp_path / "config.yaml").write_text(re.findall(r"```yaml\n(.*?)```", page, re.S)[0])
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HERMES_HOST_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("HERMES_HOST_CONFIG", raising=False)
+    (example,) = re.findall(r"```python\n(.*?)```", page, re.S)
+    with FakeOpenAI(responder=chat_responder) as fake:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "unused")
+        exec(compile(example, str(DOC), "exec"), {"__name__": "docs_example"})
+    out = capsys.readouterr().out
+    assert out.count("(fake model) You said") == 2
+    assert "tokens in the window, 0 compressions" in out
+    with ContextHost.from_config(store=tmp_path / "home" / "state.db") as host:
+        rows = host.store.all_messages("my-first-chat")
+        assert [r.message["role"] for r in rows] == ["user", "assistant"] * 2
