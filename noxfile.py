@@ -38,27 +38,39 @@ def transcripts_env() -> dict[str, str]:
     return {"HERMES_HOST_TRANSCRIPTS": os.environ.get("HERMES_HOST_TRANSCRIPTS", str(default))}
 
 
-SUITES = ["core", "hermes-agent", "openai-agents", "langchain"]
-"""``core``: the host and every engine distribution.  Each other suite is one framework
-integration (issue 18): the host installed with that extra, then only
-``tests/integrations/test_<suite with underscores>*.py``, against the real framework."""
+INTEGRATIONS = ROOT / "integrations"
+
+
+def install_framework(session: nox.Session, suite: str) -> None:
+    """The host and its engines plus one framework's integration, with the framework's real
+    package: each framework pins its own dependencies (hermes-agent: openai==2.24.0), so each
+    suite gets an environment of its own."""
+    install_all(session)
+    if suite == "hermes-agent":
+        # the distribution Hermes' plugin manager discovers (entry point hermes_agent.plugins);
+        # it pulls hermes-agent 0.19.x, whose pins must sit beside the host's ranges
+        session.install("-e", str(INTEGRATIONS / "hermes-agent-hermes-host"))
+    if suite in ("openai-agents", "langchain"):
+        # an extra of the host itself: hermes_host.integrations.openai_agents / .langchain
+        session.install("-e", f"{ROOT}[test,{suite}]")
 
 
 @nox.session(python=PYTHON)
-@nox.parametrize("suite", SUITES)
+@nox.parametrize("suite", ["core", "hermes-agent", "openai-agents", "langchain"])
 def tests(session: nox.Session, suite: str) -> None:
-    """Install the host and every engine distribution, then run all their tests (``core``),
-    or one framework integration's tests beside that framework (``nox -s "tests(suite=
-    'langchain')"``)."""
+    """``core``: the host and every engine distribution, all their tests (the framework
+    integration tests skip themselves: no framework is installed there).  A framework suite
+    (``nox -s "tests(suite='hermes-agent')"``): the host plus that framework's integration in
+    its own environment, running ``tests/integrations/test_<suite>*.py`` only."""
     if suite == "core":
         install_all(session)
         paths = ["tests", *[str(d / "tests") for d in engine_dists() if (d / "tests").is_dir()]]
     else:
-        install_all(session, suite)
+        install_framework(session, suite)
         pattern = f"test_{suite.replace('-', '_')}*.py"
         paths = [str(p) for p in sorted((ROOT / "tests" / "integrations").glob(pattern))]
         if not paths:
-            session.skip(f"no tests/integrations/{pattern} yet")
+            session.skip(f"no tests match tests/integrations/{pattern} yet")
     session.run(
         "pytest", *session.posargs, *paths, env=transcripts_env(), external=False
     )
@@ -85,8 +97,9 @@ def bench(session: nox.Session) -> None:
 
     Each section marks a missed target **MISSED** (benchmarks/_targets.py).  With
     ``nox -s bench -- --check`` the session fails when any target was missed, after
-    writing the page.  Other arguments go to every script."""
-    install_all(session)
+    writing the page.  Other arguments go to every script.  The ``openai-agents`` and
+    ``langchain`` extras are installed for ``bench_integrations_frameworks.py``."""
+    install_all(session, "openai-agents", "langchain")
     check = "--check" in session.posargs
     args = [a for a in session.posargs if a != "--check"]
     results = Path(session.create_tmp()).resolve() / "bench-targets.jsonl"

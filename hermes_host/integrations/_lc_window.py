@@ -174,13 +174,16 @@ class LangChainWindow:
             return added
 
     def _mirror(self, conversation: _Conversation, body: Sequence[BaseMessage]) -> int:
-        """Append the messages of ``body`` the conversation does not hold yet."""
-        dicts = convert_to_openai_messages(list(body))
+        """Append the messages of ``body`` the conversation does not hold yet: those whose id
+        it has not stored and that do not repeat, in place, what it stored (a caller without
+        a checkpointer resends its history with fresh ids)."""
         added = 0
-        for i, (message, data) in enumerate(zip(body, dicts, strict=True)):
+        for i, message in enumerate(body):
+            if message.id is not None and message.id in conversation.known_ids:
+                continue
+            data = convert_to_openai_messages([message])[0]
             canon = _canonical(data)
-            in_order = i < len(conversation.seen) and conversation.seen[i] == canon
-            if (message.id is not None and message.id in conversation.known_ids) or in_order:
+            if i < len(conversation.seen) and conversation.seen[i] == canon:
                 continue
             if data.get("role") == "system":  # a system message mid-conversation
                 data = {**data, "role": "user"}
@@ -194,21 +197,32 @@ class LangChainWindow:
     def _to_langchain(
         self, session: Session, request: list[Message], body: Sequence[BaseMessage]
     ) -> list[BaseMessage]:
-        """The state's own objects for unchanged window messages, converted ones otherwise."""
+        """The state's own objects for unchanged window messages, converted ones otherwise.
+
+        The request is the window in order, give or take what engines changed, so each
+        request message is compared with the next window message first (a dict comparison);
+        only a message that does not line up is looked up by its canonical form."""
         by_id = {m.id: m for m in body if m.id is not None}
-        by_canon: dict[str, list[BaseMessage]] = {}
-        for message, data in zip(body, convert_to_openai_messages(list(body)), strict=True):
-            by_canon.setdefault(_canonical(data), []).append(message)
-        originals: dict[str, list[BaseMessage]] = {}
-        for stored in session.window():
-            lc_id = stored.get(ID_KEY)
-            original = by_id.get(lc_id) if isinstance(lc_id, str) else None
-            if original is not None:
-                originals.setdefault(_canonical(stored), []).append(original)
+        window = [m for m in session.window() if m.get("role") != "system" or ID_KEY in m]
+        plain = [{k: v for k, v in m.items() if not k.startswith("_")} for m in window]
+        originals = [by_id.get(m.get(ID_KEY)) if isinstance(m.get(ID_KEY), str) else None
+                     for m in window]
+        by_canon: dict[str, list[BaseMessage]] | None = None  # built only when needed
         out: list[BaseMessage] = []
+        j = 0
         for data in request:
-            canon = _canonical(data)
-            pool = originals.get(canon) or by_canon.get(canon)
+            if j < len(plain) and data == plain[j]:
+                original = originals[j]
+                j += 1
+                if original is not None:
+                    out.append(original)
+                    continue
+            if by_canon is None:
+                by_canon = {}
+                for message, stored in zip(originals, plain, strict=True):
+                    if message is not None:
+                        by_canon.setdefault(_canonical(stored), []).append(message)
+            pool = by_canon.get(_canonical(data))
             out.append(pool.pop(0) if pool else convert_to_messages([data])[0])
         return out
 

@@ -244,6 +244,9 @@ class FakeOpenAI:
 def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body go out as two writes: without TCP_NODELAY, Nagle's algorithm and
+        # the client's delayed ACK hold the body back ~40 ms per keep-alive request.
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:
             return  # keep test output clean

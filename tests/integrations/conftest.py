@@ -1,6 +1,8 @@
-"""The framework integration suites (issue 18).
+"""Tests of the framework integrations (issue 18), one suite per framework:
+``test_<suite>*.py`` runs in ``nox -s tests`` under ``suite=<suite>``, in an environment
+with that framework's real package installed.
 
-Each ``test_<framework>*.py`` module starts with ``pytest.importorskip`` of its framework, so
-the ``core`` suite (no framework installed) skips them cleanly; ``nox -s "tests(suite=...)"``
-installs the framework's extra and runs them.
+Each module starts with ``pytest.importorskip(<the framework's module>)``, so in the core
+environment (no framework installed) ``pytest tests`` skips these modules cleanly instead of
+failing to import them.
 """
