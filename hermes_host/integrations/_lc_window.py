@@ -26,8 +26,10 @@ from langchain_core.messages import (
 
 from hermes_host.config import HermesConfig
 from hermes_host.host import ContextHost, Session, TurnOutcome
+from hermes_host.integrations._report import logger, report
 from hermes_host.messages import sanitize_for_wire
 from hermes_host.models import Message
+from hermes_host.redact import redact
 from hermes_host.store import SessionNotFoundError, StateStore
 
 __all__ = ["ID_KEY", "LangChainWindow", "thread_id"]
@@ -150,11 +152,39 @@ class LangChainWindow:
             session = conversation.session
             added = self._mirror(conversation, body)
             if added and not session.open_calls():
-                self.last_outcome = session.end_turn()
+                self.last_outcome = report(session.end_turn(), session.conversation_id)
             request = session.build_request()
             if request and request[0].get("role") == "system" and session.system_prompt:
                 request = request[1:]  # the framework sends its own system prompt
             return [*head, *self._to_langchain(session, request, body)]
+
+    def model_input(
+        self, messages: Sequence[BaseMessage | Any], *, system_prompt: str = "",
+        key: str | None = None,
+    ) -> list[BaseMessage]:
+        """:meth:`window`, failing open: when hermes-host itself fails (its store, say) the
+        model gets ``messages`` as they are and the failure is logged at WARNING (redacted).
+        Nothing is lost — the graph state still holds every message, and those the store
+        missed are stored at the next call."""
+        try:
+            return self.window(messages, system_prompt=system_prompt, key=key)
+        except Exception as exc:  # the agent's turn must not break on hermes-host
+            logger.warning("[%s] hermes-host failed, the model gets the whole state this "
+                           "call: %s: %s", key or self.default_session_id or "default",
+                           type(exc).__name__, redact(str(exc)))
+            return convert_to_messages(messages)
+
+    def record_safely(
+        self, messages: Sequence[BaseMessage | Any], *, system_prompt: str = "",
+        key: str | None = None,
+    ) -> None:
+        """:meth:`record`, failing open like :meth:`model_input`."""
+        try:
+            self.record(messages, system_prompt=system_prompt, key=key)
+        except Exception as exc:
+            logger.warning("[%s] hermes-host could not store the reply (it is stored at the "
+                           "next call): %s: %s", key or self.default_session_id or "default",
+                           type(exc).__name__, redact(str(exc)))
 
     def record(
         self, messages: Sequence[BaseMessage | Any], *, system_prompt: str = "",
@@ -170,7 +200,8 @@ class LangChainWindow:
             conversation = self._conversation(key, system_prompt)
             added = self._mirror(conversation, body)
             if added and not conversation.session.open_calls():
-                self.last_outcome = conversation.session.end_turn()
+                self.last_outcome = report(conversation.session.end_turn(),
+                                           conversation.session.conversation_id)
             return added
 
     def _mirror(self, conversation: _Conversation, body: Sequence[BaseMessage]) -> int:

@@ -59,7 +59,7 @@ class HermesContextMiddleware(AgentMiddleware):  # type: ignore[misc]
                                       title=title, source="langchain")
 
     def _request(self, request: ModelRequest) -> ModelRequest:
-        window = self.hermes.window(
+        window = self.hermes.model_input(
             request.messages, system_prompt=request.system_prompt or "", key=thread_id()
         )
         return request.override(messages=window)
@@ -76,19 +76,19 @@ class HermesContextMiddleware(AgentMiddleware):  # type: ignore[misc]
         """The async form: the store and the engines run in a worker thread."""
         key = thread_id()  # read here: the worker thread has no graph context
         window = await asyncio.to_thread(
-            self.hermes.window, request.messages,
+            self.hermes.model_input, request.messages,
             system_prompt=request.system_prompt or "", key=key,
         )
         return await handler(request.override(messages=window))
 
     def after_model(self, state: Any, runtime: Any) -> None:
         """Store the model's reply (and end the turn when it called no tool)."""
-        self.hermes.record(state["messages"], key=thread_id())
+        self.hermes.record_safely(state["messages"], key=thread_id())
 
     async def aafter_model(self, state: Any, runtime: Any) -> None:
         """The async form of :meth:`after_model`."""
         key = thread_id()
-        await asyncio.to_thread(self.hermes.record, state["messages"], key=key)
+        await asyncio.to_thread(self.hermes.record_safely, state["messages"], key=key)
 
     def session(self, thread: str | None = None) -> Session:
         """The hermes-host session of a thread (``None``: the default conversation) — for

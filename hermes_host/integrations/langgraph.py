@@ -47,14 +47,15 @@ class HermesPreModelHook:
 
     def __call__(self, state: Mapping[str, Any] | Any) -> dict[str, Any]:
         messages = state["messages"] if isinstance(state, Mapping) else state.messages
-        window = self.window.window(messages, system_prompt=self.system_prompt,
-                                    key=thread_id())
+        window = self.window.model_input(messages, system_prompt=self.system_prompt,
+                                         key=thread_id())
         return {"llm_input_messages": window}
 
     def post_model_hook(self, state: Mapping[str, Any] | Any) -> dict[str, Any]:
         """A ``post_model_hook``: store the reply; no state update."""
         messages = state["messages"] if isinstance(state, Mapping) else state.messages
-        self.window.record(messages, system_prompt=self.system_prompt, key=thread_id())
+        self.window.record_safely(messages, system_prompt=self.system_prompt,
+                                  key=thread_id())
         return {}
 
 

@@ -46,6 +46,7 @@ from agents.memory import SessionSettings
 
 from hermes_host.config import HermesConfig
 from hermes_host.host import ContextHost, Session, TurnOutcome
+from hermes_host.integrations._report import report
 from hermes_host.messages import sanitize_for_wire, text_of
 from hermes_host.models import Message
 from hermes_host.store import SessionNotFoundError, StateStore
@@ -296,7 +297,7 @@ class HermesSession:
                 self.hermes.add_message(message)
             generated = any(_kind(i) != "user" for i in batch)
             if generated and not self.hermes.open_calls():
-                self.last_outcome = self.hermes.end_turn()
+                self.last_outcome = report(self.hermes.end_turn(), self.session_id)
         await self._run(write)
 
     async def pop_item(self) -> Item | None:

@@ -11,6 +11,7 @@ small context length, so a conversation of a few turns compresses.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,12 +29,14 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
+from hermes_host import CompressDecision, hookimpl
 from hermes_host.config import HermesConfig
 from hermes_host.host import ContextHost
 from hermes_host.integrations._lc_window import ID_KEY
 from hermes_host.integrations.langchain import HermesContextMiddleware
 from hermes_host.integrations.langgraph import hermes_pre_model_hook
 from hermes_host.messages import SUMMARY_PREFIX
+from hermes_host.store import StoreError
 
 TURNS = 8
 SYSTEM = "You are the hermes-host LangChain test agent."
@@ -272,3 +275,61 @@ def test_select_engines_shape_the_model_input(tmp_path: Path) -> None:
         assert "ZEBRA-0451" in text(newest).split("[RETRIEVED CONTEXT")[1]
         state = agent.get_state(thread).values["messages"]
         assert [text(m) for m in state if isinstance(m, HumanMessage)][-1] == question
+
+
+class ExplodingEngine:
+    """Always wants to compress, and raises when asked to (a broken engine)."""
+
+    @hookimpl
+    def should_compress(self, request: Any) -> CompressDecision:
+        return CompressDecision(compress=True)
+
+    @hookimpl
+    def compress(self, request: Any) -> Any:
+        raise RuntimeError("engine exploded")
+
+
+def test_a_crashing_engine_or_store_never_breaks_the_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 18: an engine that raises, and a store write that fails, leave every turn of
+    the agent intact; both are logged at WARNING (the store's message redacted), and the
+    messages the store missed are stored at the next call — nothing is lost."""
+    config = HermesConfig.model_validate({
+        "context": {"engine": "boom"}, "memory": {"providers": []},
+        "model": {"name": "gpt-4o", "context_length": 100_000, "max_output_tokens": 200},
+        "summarizer": {"provider": "offline"},
+    })
+    model = RecordingFakeModel(messages=script(3), inputs=[])
+    with ContextHost.from_config(config, store=tmp_path / "state.db",
+                                 extra_plugins={"boom": ExplodingEngine()}) as host:
+        middleware = HermesContextMiddleware(host)
+        agent = create_agent(model, [lookup], middleware=[middleware],
+                             checkpointer=InMemorySaver())
+        thread: Any = {"configurable": {"thread_id": "lc-broken"}}
+        caplog.set_level(logging.WARNING, logger="hermes_host")
+        agent.invoke({"messages": [{"role": "user", "content": "turn 0"}]}, thread)
+        assert any("compression" in r.getMessage() and r.levelno == logging.WARNING
+                   for r in caplog.records if r.name == "hermes_host.integrations")
+
+        real = host.store.append_messages
+        secret = "sk-ant-api03-" + "A1b2C3d4E5f6G7h8" * 5
+
+        def failing(*args: Any, **kwargs: Any) -> Any:
+            raise StoreError(f"disk full while writing {secret}")
+
+        monkeypatch.setattr(host.store, "append_messages", failing)
+        caplog.clear()
+        agent.invoke({"messages": [{"role": "user", "content": "turn 1"}]}, thread)
+        failures = [r.getMessage() for r in caplog.records
+                    if r.name == "hermes_host.integrations" and "hermes-host failed" in
+                    r.getMessage()]
+        assert failures and all(secret not in f and "disk full" in f for f in failures)
+        assert text(model.inputs[-1][-1]).startswith("facts about topic 1")  # whole state
+
+        monkeypatch.setattr(host.store, "append_messages", real)
+        agent.invoke({"messages": [{"role": "user", "content": "turn 2"}]}, thread)
+        state = agent.get_state(thread).values["messages"]
+        assert len(state) == 12
+        stored = {m.get(ID_KEY) for m in host.store.active_messages("lc-broken")}
+        assert {m.id for m in state} <= stored

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool  # n
 from agents.memory import Session, SessionSettings  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
 
+from hermes_host import CompressDecision, hookimpl  # noqa: E402
 from hermes_host.config import HermesConfig  # noqa: E402
 from hermes_host.host import ContextHost  # noqa: E402
 from hermes_host.integrations.openai_agents import (  # noqa: E402
@@ -282,3 +284,44 @@ def test_docs_page_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     with ContextHost.from_config(store=tmp_path / "home" / "state.db") as host:
         rows = host.store.all_messages("my-first-chat")
         assert [r.message["role"] for r in rows] == ["user", "assistant"] * 2
+
+
+class ExplodingEngine:
+    """Always wants to compress, and raises when asked to (a broken engine)."""
+
+    @hookimpl
+    def should_compress(self, request: Any) -> CompressDecision:
+        return CompressDecision(compress=True)
+
+    @hookimpl
+    def compress(self, request: Any) -> Any:
+        raise RuntimeError("engine exploded")
+
+
+def test_a_crashing_engine_never_breaks_the_run(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 18: an engine that raises in compress leaves every Runner.run intact and the
+    window whole; the failed compression is logged at WARNING for the session."""
+    config = HermesConfig.model_validate({
+        "context": {"engine": "boom"}, "memory": {"providers": []},
+        "model": {"name": "gpt-4o", "context_length": 100_000, "max_output_tokens": 200},
+        "summarizer": {"provider": "offline"},
+    })
+    caplog.set_level(logging.WARNING, logger="hermes_host")
+    with FakeOpenAI(responder=agent_responder) as fake, ContextHost.from_config(
+        config, store=tmp_path / "state.db", extra_plugins={"boom": ExplodingEngine()}
+    ) as host:
+        session = HermesSession("broken-engine", host=host)
+
+        async def runs() -> list[str]:
+            async with make_agent(fake) as agent:
+                return [str((await Runner.run(agent, f"turn {n}: go", session=session))
+                            .final_output) for n in range(3)]
+
+        assert all(o.startswith("answer from") for o in asyncio.run(runs()))
+        assert len(asyncio.run(session.get_items())) == 12  # nothing compressed, nothing lost
+        warnings_ = [r.getMessage() for r in caplog.records
+                     if r.name == "hermes_host.integrations" and r.levelno == logging.WARNING]
+        assert warnings_ and all("[broken-engine] hermes-host compression" in w
+                                 for w in warnings_)
