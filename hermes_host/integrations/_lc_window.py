@@ -172,7 +172,7 @@ class LangChainWindow:
             logger.warning("[%s] hermes-host failed, the model gets the whole state this "
                            "call: %s: %s", key or self.default_session_id or "default",
                            type(exc).__name__, redact(str(exc)))
-            return convert_to_messages(messages)
+            return list(convert_to_messages(messages))
 
     def record_safely(
         self, messages: Sequence[BaseMessage | Any], *, system_prompt: str = "",
