@@ -236,8 +236,10 @@ class LangChainWindow:
         by_id = {m.id: m for m in body if m.id is not None}
         window = [m for m in session.window() if m.get("role") != "system" or ID_KEY in m]
         plain = [{k: v for k, v in m.items() if not k.startswith("_")} for m in window]
-        originals = [by_id.get(m.get(ID_KEY)) if isinstance(m.get(ID_KEY), str) else None
-                     for m in window]
+        originals: list[BaseMessage | None] = []
+        for m in window:
+            lc_id = m.get(ID_KEY)
+            originals.append(by_id.get(lc_id) if isinstance(lc_id, str) else None)
         by_canon: dict[str, list[BaseMessage]] | None = None  # built only when needed
         out: list[BaseMessage] = []
         j = 0

@@ -36,7 +36,7 @@ from hermes_host.store import StateStore
 __all__ = ["HermesContextMiddleware"]
 
 
-class HermesContextMiddleware(AgentMiddleware):  # type: ignore[misc]
+class HermesContextMiddleware(AgentMiddleware):  # type: ignore[misc,unused-ignore]
     """Bound the model input of a ``create_agent`` agent with hermes-host.
 
     ``host`` is a :class:`~hermes_host.host.ContextHost` to share; without it one is built
@@ -59,7 +59,8 @@ class HermesContextMiddleware(AgentMiddleware):  # type: ignore[misc]
                                       title=title, source="langchain")
 
     def _request(self, request: ModelRequest) -> ModelRequest:
-        window = self.hermes.model_input(
+        # list[Any]: the state's messages go back as they are (AnyMessage members)
+        window: list[Any] = self.hermes.model_input(
             request.messages, system_prompt=request.system_prompt or "", key=thread_id()
         )
         return request.override(messages=window)
@@ -75,7 +76,7 @@ class HermesContextMiddleware(AgentMiddleware):  # type: ignore[misc]
     ) -> ModelResponse:
         """The async form: the store and the engines run in a worker thread."""
         key = thread_id()  # read here: the worker thread has no graph context
-        window = await asyncio.to_thread(
+        window: list[Any] = await asyncio.to_thread(
             self.hermes.model_input, request.messages,
             system_prompt=request.system_prompt or "", key=key,
         )
