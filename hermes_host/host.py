@@ -771,6 +771,39 @@ class Session:
         self.events.extend(outcome.events)
         return outcome
 
+    def record_usage(self, usage: Mapping[str, Any] | Any | None) -> int | None:
+        """Add a model call's provider-reported usage (a mapping or an SDK usage object with
+        ``prompt_tokens``/``input_tokens``, ``completion_tokens``/``output_tokens``, cache and
+        reasoning counts) to the session's totals; returns the prompt tokens, if any.
+        :meth:`end_turn` does this itself; call it when your framework reports usage apart
+        from the turn's end."""
+        return self._record_usage(usage)
+
+    def should_compress(self, prompt_tokens: int | None = None) -> CompressDecision:
+        """Ask now, without ending a turn, what :meth:`end_turn` would decide: the
+        ``should_compress`` engines over the window (fenced; on failure the host's threshold
+        rule decides), bound by the durable guards.  For a framework that runs compression
+        itself (it calls :meth:`compress` with ``force=False`` when this says yes)."""
+        self._sync()
+        base = self.window()
+        decision, _ = self._decide(base, self.window_tokens, prompt_tokens, self._guards())
+        return decision
+
+    def select_context(self, messages: Sequence[Message]) -> list[Message]:
+        """Run the ``select_context`` chain (fenced, fail open) over a message list the
+        caller built — what :meth:`build_request` does with the window, for a framework that
+        assembles its own request.  The engines search this session's stored lineage; their
+        decisions are in :attr:`last_select`.  Returns ``messages`` unchanged when no engine
+        is configured for the hook."""
+        self._sync()
+        base = [dict(m) for m in messages]
+        selected = self._select(base)
+        if selected is base:
+            return list(messages)
+        if _needs_repair(selected):
+            selected, _ = repair_tool_pairs(selected)
+        return selected
+
     def _record_usage(self, usage: Mapping[str, Any] | Any | None) -> int | None:
         if usage is None:
             return None

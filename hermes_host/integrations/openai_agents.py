@@ -46,9 +46,10 @@ from agents.memory import SessionSettings
 
 from hermes_host.config import HermesConfig
 from hermes_host.host import ContextHost, Session, TurnOutcome
-from hermes_host.integrations._report import report
+from hermes_host.integrations._report import logger, report
 from hermes_host.messages import sanitize_for_wire, text_of
 from hermes_host.models import Message
+from hermes_host.redact import redact
 from hermes_host.store import SessionNotFoundError, StateStore
 
 __all__ = ["ITEMS_KEY", "HermesSession", "items_to_messages", "messages_to_items"]
@@ -320,6 +321,36 @@ class HermesSession:
         await self._run(lambda: self.hermes.truncate(0))
 
     # -- hermes-host extras ----------------------------------------------------------------
+
+    async def select_filter(self, data: Any) -> Any:
+        """A ``RunConfig.call_model_input_filter`` that runs the ``select_context`` engines
+        (``retrieval``, ``topic_router`` …) over each model call's input::
+
+            Runner.run(agent, text, session=session,
+                       run_config=RunConfig(call_model_input_filter=session.select_filter))
+
+        The input (window + this turn's items) is seen as chat messages; what an engine
+        changed (a retrieved block added to the newest user message) goes back as converted
+        items, the rest unchanged.  Fails open: if hermes-host fails, the input goes as it
+        was and the failure is logged at WARNING."""
+        from agents.run_config import ModelInputData
+
+        model_data = data.model_data
+
+        def select() -> list[Item]:
+            messages = items_to_messages(model_data.input)
+            selected = self.hermes.select_context(messages)
+            if selected == messages:
+                return list(model_data.input)
+            return messages_to_items(selected)
+
+        try:
+            items = await self._run(select)
+        except Exception as exc:  # the run must not break on hermes-host
+            logger.warning("[%s] hermes-host select_context failed, the input goes as it was: "
+                           "%s: %s", self.session_id, type(exc).__name__, redact(str(exc)))
+            return model_data
+        return ModelInputData(input=items, instructions=model_data.instructions)
 
     async def compress(self, *, force: bool = True, focus: str | None = None) -> Any:
         """The manual ``/compress``: compress the window now (``focus`` favours a topic)."""

@@ -56,7 +56,8 @@ def agent_responder(body: Any) -> Any:
 @function_tool
 def lookup(topic: str) -> str:
     """Look a topic up."""
-    return f"facts about {topic}: " + "detail " * 80
+    marker = " The deploy key of turn 1 is ZEBRA-0451." if topic == "turn 1" else ""
+    return f"facts about {topic}:{marker} " + "detail " * 80
 
 
 def make_config(fake: FakeOpenAI, context_length: int = 1200) -> HermesConfig:
@@ -325,3 +326,44 @@ def test_a_crashing_engine_never_breaks_the_run(
                      if r.name == "hermes_host.integrations" and r.levelno == logging.WARNING]
         assert warnings_ and all("[broken-engine] hermes-host compression" in w
                                  for w in warnings_)
+
+
+def test_select_filter_runs_select_engines_on_the_model_input(tmp_path: Path) -> None:
+    """Issue 18: with RunConfig(call_model_input_filter=session.select_filter) a
+    select_context engine (retrieval) shapes the model input: after turn 1 was compressed
+    away, a question about it gets the retrieved block; the stored input stays as typed."""
+    pytest.importorskip("hermes_retrieval")
+    from agents import RunConfig
+
+    config = HermesConfig.model_validate({
+        "context": {"engine": "compressor", "hooks": {"select_context": ["retrieval"]}},
+        "memory": {"providers": []},
+        "model": {"name": "gpt-4o", "context_length": 6000, "max_output_tokens": 200},
+        "summarizer": {"provider": "offline"},
+    })
+    with FakeOpenAI(responder=agent_responder) as fake, ContextHost.from_config(
+        config, store=tmp_path / "state.db"
+    ) as host:
+        session = HermesSession("selecting", host=host)
+        run_config = RunConfig(call_model_input_filter=session.select_filter)
+        question = "what was the deploy key ZEBRA-0451 for?"
+
+        async def conversation() -> list[dict[str, Any]]:
+            async with make_agent(fake) as agent:
+                for n in range(26):
+                    await Runner.run(agent, f"turn {n}: tell me about topic {n}",
+                                     session=session, run_config=run_config)
+                window = await session.get_items()
+                await Runner.run(agent, question, session=session, run_config=run_config)
+            return window
+
+        window = asyncio.run(conversation())
+        assert session.hermes.compression_count >= 1
+        assert "ZEBRA-0451" not in json.dumps(window)  # compressed away before the question
+        asked = agent_requests(fake)[-2]  # the first model call of the last run
+        newest = [m for m in asked if m["role"] == "user"][-1]
+        assert "[RETRIEVED CONTEXT — REFERENCE ONLY]" in newest["content"]
+        assert "ZEBRA-0451" in newest["content"].split("[RETRIEVED CONTEXT")[1]
+        stored = [m for m in host.store.active_messages(session.hermes.id)
+                  if m["role"] == "user"]
+        assert stored[-1]["content"] == question
