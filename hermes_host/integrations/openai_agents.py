@@ -28,6 +28,10 @@ themselves are kept on each message under ``_openai_agents_items`` and handed ba
 whenever the message is unchanged; a message an engine rewrote (a summary, a pruned tool
 output) is converted back into items.
 
+``select_context`` engines need the incoming message, which the SDK adds only after
+``get_items``: :meth:`HermesSession.select_filter` runs them on each model call's input as
+``RunConfig(call_model_input_filter=session.select_filter)``.
+
 The SDK calls are ``async``; the store and the engines are not, so each call runs in a worker
 thread and calls on one ``HermesSession`` are serialised.
 """
