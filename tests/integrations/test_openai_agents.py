@@ -20,6 +20,7 @@ import pytest
 
 agents = pytest.importorskip("agents")
 
+import openai  # noqa: E402
 from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool  # noqa: E402
 from agents.memory import Session, SessionSettings  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
@@ -128,6 +129,12 @@ def test_runner_compresses_through_hermes_session(tmp_path: Path) -> None:
 
         window = asyncio.run(session.get_items())
         assert SUMMARY_PREFIX in window[0]["content"]  # summary first
+        # written by hermes-host's openai provider through the fake, on the SDK's openai 3.x
+        assert int(openai.__version__.split(".")[0]) >= 3
+        summary_calls = [r for r in fake.requests
+                         if INSTRUCTIONS not in r.raw_body and "/chat/completions" in r.path]
+        assert summary_calls
+        assert "SUMMARISE request" in window[0]["content"]
         assert pairs_intact(window)
         assert {"content": "turn 7: tell me about topic 7", "role": "user"} in window
         assert all("turn 0:" not in json.dumps(i) for i in window)
