@@ -50,6 +50,9 @@ def install_framework(session: nox.Session, suite: str) -> None:
     # hermes_agent.plugins); it pulls hermes-agent 0.19.x, whose pins sit beside the host's
     for dist in framework_dists(suite):
         session.install("-e", str(dist))
+    if suite in ("openai-agents", "langchain"):
+        # an extra of the host itself: hermes_host.integrations.openai_agents / .langchain
+        session.install("-e", f"{ROOT}[test,{suite}]")
 
 
 def framework_python(session: nox.Session, suite: str) -> str:
@@ -116,8 +119,9 @@ def bench(session: nox.Session) -> None:
 
     Each section marks a missed target **MISSED** (benchmarks/_targets.py).  With
     ``nox -s bench -- --check`` the session fails when any target was missed, after
-    writing the page.  Other arguments go to every script."""
-    install_all(session)
+    writing the page.  Other arguments go to every script.  The ``openai-agents`` and
+    ``langchain`` extras are installed for ``bench_integrations_frameworks.py``."""
+    install_all(session, "openai-agents", "langchain")
     session.install("llm")  # the yardstick of bench_startup.py (`llm --help`, simonw/llm)
     check = "--check" in session.posargs
     args = [a for a in session.posargs if a != "--check"]

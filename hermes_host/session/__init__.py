@@ -338,6 +338,16 @@ class Session:
         prompt-cache check restarts after it."""
         return user_control.undo(self, turns)
 
+    def truncate(self, keep: int) -> list[Message]:
+        """Keep the first ``keep`` messages of the window and take the rest out of it; returns
+        the messages taken out, oldest first (``truncate(len(window) - 1)`` pops the newest
+        message, ``truncate(0)`` empties the window).  As with :meth:`undo`, their rows are
+        archived in the store (``active=0``, still searchable), never deleted, and the
+        conversation id does not change — what a framework's "pop item" / "clear session"
+        needs (``hermes_host.integrations``).  Raises :class:`ValueError` for a negative
+        ``keep``."""
+        return user_control.truncate(self, keep)
+
     def branch(self, title: str | None = None) -> Session:
         """``/branch [name]``: a new session that starts from a copy of this window (same
         system prompt), linked to this one as its parent; this session is left as it is."""

@@ -15,6 +15,7 @@ from hermes_host.messages import (
     turn_starts,
 )
 from hermes_host.models import (
+    Message,
     SessionEvent,
 )
 from hermes_host.store import (
@@ -102,18 +103,32 @@ def undo(session: Session, turns: int = 1) -> int:
     if not starts:
         return 0
     cut = starts[-min(turns, len(starts))]
-    kept = session._window[:cut]
+    return len(archive_from(session, cut, reason="undo"))
+
+
+def truncate(session: Session, keep: int) -> list[Message]:
+    """:meth:`Session.truncate`."""
+    if keep < 0:
+        raise ValueError("truncate needs keep >= 0")
+    session._sync()
+    if keep >= len(session._window):
+        return []
+    return archive_from(session, keep, reason="truncate")
+
+
+def archive_from(session: Session, cut: int, *, reason: str) -> list[Message]:
+    """Publish ``window[:cut]`` in place (the rest archived); returns what left the window."""
+    kept, removed = session._window[:cut], session._window[cut:]
     store = session.host.store
     lease = store.acquire_lease(session.id)
     if isinstance(lease, Deferred):
-        raise StoreError(f"cannot undo now: {lease.message}")
+        raise StoreError(f"cannot {reason} now: {lease.message}")
     try:
         published = store.publish_compression(
-            lease, session.id, kept, mode="in_place", reason="undo", snapshot=session._marker
+            lease, session.id, kept, mode="in_place", reason=reason, snapshot=session._marker
         )
     finally:
         store.release_lease(lease)
-    removed = len(session._window) - cut
     session._window = [*kept, *published.carried]
     session._published(published, session._window)
     session._turn_start = min(session._turn_start, len(session._window))
