@@ -47,7 +47,7 @@ def test_engines_list_json_imports_only_selected_plugins_r14_5(
         "distribution": "acme-good",
         "version": "2.0.1",
         "module": "acme_good:GoodEngine",
-        "hooks": ["should_compress"],
+        "hooks": ["should_compress", "compress"],
         "status": "loaded",
         "error": None,
         "selected": True,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -32,6 +33,7 @@ from hermes_host.store import (
     store_file,
 )
 from hermes_host.store.registry import load_store_class, redact_url, url_scheme
+from hermes_host.store.sqlite import check_location
 from hermes_host.transcripts import (
     TranscriptError,
     check_transcript,
@@ -80,13 +82,18 @@ def _resolve_path(store_path: str | None, config_path: Path | None) -> tuple[str
     return location, config.store.lease_ttl_seconds
 
 
+def _local_file(location: str) -> Path | None:
+    """The SQLite file ``location`` names (``None`` for a server store's URL)."""
+    if url_scheme(location) not in (None, "sqlite"):
+        return None
+    return store_file(location)
+
+
 def _missing_file(location: str) -> Path | None:
     """The SQLite file ``location`` names when it does not exist yet (a server store always
     "exists": opening it tells)."""
-    if url_scheme(location) not in (None, "sqlite"):
-        return None
-    path = store_file(location)
-    return None if path.exists() else path
+    path = _local_file(location)
+    return None if path is None or path.exists() else path
 
 
 @contextmanager
@@ -100,12 +107,21 @@ def _opened(
     """The store, open for the ``with`` block: reading commands refuse to create one where
     none exists, a :class:`StoreError` becomes a one-line error, and it is always closed."""
     path, ttl = resolved or _resolve_path(store_path, config_path)
+    local = _local_file(path)
+    if local is not None:
+        try:
+            check_location(local)
+        except StoreError as exc:
+            fail(exc)
     missing = _missing_file(path)
     if not create and missing is not None:
         fail(f"{missing}: no store here yet (it is created by the first session); "
              "pass --store PATH to use another one")
+    # A store this user cannot write (a 0444 file, a read-only directory) is still browsed:
+    # reading commands open it read-only instead of failing (issue 12).
+    read_only = not create and local is not None and not _writable(local)
     try:
-        store = open_store(path, lease_ttl=ttl)
+        store = open_store(path, lease_ttl=ttl, read_only=read_only)
     except StoreError as exc:
         fail(exc)
     try:
@@ -114,6 +130,11 @@ def _opened(
         fail(exc)
     finally:
         store.close()
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write the store file and create its -wal/-shm files."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
 
 
 def _when(ts: float | None) -> str:
@@ -186,6 +207,12 @@ def list_cmd(
     session (the one holding the live window), with how many times it was rotated.
     ``sessions lineage`` lists the sessions of one."""
     path, ttl = _resolve_path(store_path, config_path)
+    local = _local_file(path)
+    if local is not None:
+        try:
+            check_location(local)
+        except StoreError as exc:
+            fail(exc)
     missing = _missing_file(path)
     if missing is not None:
         if as_json:

@@ -70,7 +70,10 @@ def store_file(path_or_url: str | os.PathLike[str]) -> Path:
 
 
 def open_store(
-    path_or_url: str | os.PathLike[str], *, lease_ttl: float = DEFAULT_LEASE_TTL
+    path_or_url: str | os.PathLike[str],
+    *,
+    lease_ttl: float = DEFAULT_LEASE_TTL,
+    read_only: bool = False,
 ) -> StateStore:
     """Open (creating and migrating if needed) the store at ``path_or_url``.
 
@@ -79,8 +82,16 @@ def open_store(
     (:mod:`hermes_host.store.registry`), e.g. ``postgresql://`` from hermes-store-postgres.
     An unknown scheme, or one whose distribution is missing, is refused with a message
     naming what to install or what is installed.
+
+    ``read_only`` opens an existing SQLite store for reading only (SQLite ``mode=ro``):
+    nothing is created, migrated or chmod-ed, and any write raises :class:`StoreError`.
+    A server store ignores it (its role's grants decide what it may write).
     """
     text = os.fspath(path_or_url)
     store_class = load_store_class(text)
+    if read_only and url_scheme(text) in (None, "sqlite"):
+        from hermes_host.store.sqlite import SQLiteStore, sqlite_file
+
+        return SQLiteStore(sqlite_file(text), lease_ttl=lease_ttl, read_only=True)
     store: StateStore = store_class.from_url(text, lease_ttl=lease_ttl)
     return store

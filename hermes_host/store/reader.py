@@ -1,4 +1,11 @@
-"""The read-only :class:`~hermes_host.models.HistoryReader` every backend hands engines."""
+"""A generic :class:`~hermes_host.models.HistoryReader` for server stores.
+
+It answers through the store's own ``session_search`` / ``lineage_messages`` and exposes
+nothing else, but it holds the store object privately: an in-process engine that reaches for
+``reader._store`` gets it.  The SQLite store does better — its reader
+(:mod:`hermes_host.store.sqlite.reader`) holds only a read-only connection (issue 13); a
+server backend should hand out a reader on a read-only role or transaction instead.
+"""
 
 from __future__ import annotations
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from hermes_host.models import HistoryReader
 from hermes_host.store.base import DEFAULT_LEASE_TTL, SearchHit, StoreError
-from hermes_host.store.reader import StoreHistoryReader
+from hermes_host.store.sqlite.reader import SQLiteHistoryReader
 from hermes_host.store.recap import format_recap
-from hermes_host.store.sqlite._base import errors
+from hermes_host.store.sqlite._base import check_location, errors
 from hermes_host.store.sqlite.fts import (
     BOOKEND_MESSAGES,
     catch_up_trigram,
@@ -33,11 +33,10 @@ __all__ = [
     "DEFER_TRIGRAM_MIN",
     "SQLiteHistoryReader",
     "SQLiteStore",
+    "check_location",
     "sqlite_file",
 ]
 
-SQLiteHistoryReader = StoreHistoryReader
-"""The read-only history view (the same class for every backend)."""
 
 
 def sqlite_file(url: str) -> Path:
@@ -143,5 +142,5 @@ class SQLiteStore(PublishRooms):
     @errors("opening a history reader")
     def history_reader(self, session_id: str) -> HistoryReader:
         self._require(self._conn(), session_id)  # exists? (get_session counts every row)
-        return StoreHistoryReader(self, session_id)
+        return SQLiteHistoryReader(self.path, session_id)  # its own read-only connection
 

@@ -20,13 +20,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
-from hermes_host.store.base import DEFAULT_LEASE_TTL, SessionNotFoundError, StoreError
+from hermes_host.store.base import (
+    DEFAULT_LEASE_TTL,
+    SchemaTooNewError,
+    SessionNotFoundError,
+    StoreError,
+    WindowMarker,
+)
 from hermes_host.store.codec import ROW_COLUMNS
 from hermes_host.store.ids import new_session_id
 from hermes_host.store.sqlite.fts import register_functions
-from hermes_host.store.sqlite.schema import migrate
+from hermes_host.store.sqlite.schema import LATEST_VERSION, migrate
 
-__all__ = ["MSG_COLS", "WINDOW_ORDER", "SQLiteBase", "errors"]
+__all__ = ["MSG_COLS", "WINDOW_ORDER", "SQLiteBase", "check_location", "errors"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -80,17 +86,36 @@ def errors(action: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
     return decorate
 
 
+def check_location(path: Path) -> None:
+    """Raise :class:`StoreError` when a regular file sits where a directory of ``path``
+    should be (``--store afile/state.db``), before anything tries to create it."""
+    for parent in path.parents:
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                raise StoreError(
+                    f"{path}: {parent} is a file, not a directory; pass a store path inside "
+                    "a directory"
+                )
+            return
+
+
 def _prepare_file(path: Path) -> None:
-    """Create the file (and its directory) owner-only before SQLite touches it."""
+    """Create the file (and its directory) owner-only before SQLite touches it.
+
+    An existing store readable by others is tightened to its owner's bits (it holds
+    conversations); a store its owner made read-only (no owner write bit, e.g. 0444) is the
+    owner's choice and is left exactly as it is (issue 12)."""
     if str(path) == ":memory:":
         return
+    check_location(path)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     if not path.exists():
         fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
         os.close(fd)
-    if path.is_file() and (path.stat().st_mode & 0o777) != 0o600:
+    mode = path.stat().st_mode & 0o777 if path.is_file() else 0
+    if mode & 0o200 and mode & 0o077:
         try:
-            os.chmod(path, 0o600)
+            os.chmod(path, mode & 0o700)
         except PermissionError:  # not ours to change; SQLite will still report access
             pass
 
@@ -121,9 +146,15 @@ class SQLiteBase:
     """Connections and transactions of the SQLite store; the rooms build on it."""
 
     def __init__(
-        self, path: Path, *, lease_ttl: float = DEFAULT_LEASE_TTL, busy_timeout: float = 10.0
+        self,
+        path: Path,
+        *,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
+        busy_timeout: float = 10.0,
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path)
+        self.read_only = read_only
         self.location = str(self.path)
         self.lease_ttl = float(lease_ttl)
         self.busy_timeout = float(busy_timeout)
@@ -136,13 +167,69 @@ class SQLiteBase:
     @errors("opening the store")
     def _open(self) -> None:
         try:
-            _prepare_file(self.path)
-            migrate(self._conn(), self.path)
+            if self.read_only:
+                self._check_read_only()
+            else:
+                _prepare_file(self.path)
+                migrate(self._conn(), self.path)
         except BaseException:
             self.close()  # a store that failed to open holds no connection
             raise
 
+    def _check_read_only(self) -> None:
+        """A read-only store is browsed as it is: nothing is created, migrated or chmod-ed,
+        so it must exist and already have this host's schema."""
+        check_location(self.path)
+        if not self.path.is_file():
+            raise StoreError(f"{self.path}: no store file here (opening read-only)")
+        version = self._conn().execute("PRAGMA user_version").fetchone()[0]
+        if version > LATEST_VERSION:
+            raise SchemaTooNewError(
+                f"{self.path}: this store has schema version {version}, but this hermes-host "
+                f"understands versions up to {LATEST_VERSION}; upgrade hermes-host"
+            )
+        if version != LATEST_VERSION:
+            raise StoreError(
+                f"{self.path}: the store is read-only and at schema version {version}; it "
+                f"needs migrating to {LATEST_VERSION}, which needs write access once"
+            )
+
+    def _connect(self) -> sqlite3.Connection:
+        if not self.read_only:
+            return sqlite3.connect(
+                self.path, timeout=self.busy_timeout, isolation_level=None,
+                check_same_thread=False,
+            )
+        # mode=ro: SQLite never writes the file.  A WAL store in a read-only directory has
+        # no -shm it could create; there nobody can write either, so it is immutable.
+        uri = self.path.resolve().as_uri()
+        for query in ("?mode=ro", "?mode=ro&immutable=1"):
+            conn = sqlite3.connect(f"{uri}{query}", uri=True, timeout=self.busy_timeout,
+                                   isolation_level=None, check_same_thread=False)
+            try:
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                return conn
+            except sqlite3.OperationalError:
+                conn.close()
+                if query.endswith("immutable=1"):
+                    raise
+        raise AssertionError("unreachable")
+
     # -- connections and transactions -------------------------------------------------------
+
+    @staticmethod
+    def _version(conn: sqlite3.Connection) -> tuple[int, int]:
+        """Changes when anything may have changed the file: another connection committed
+        (``PRAGMA data_version``) or this one changed rows (``total_changes``)."""
+        return conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes
+
+    def _markers(self) -> dict[str, tuple[tuple[int, int], WindowMarker]]:
+        """This thread's connection's cache of ``window_marker`` answers (messages.py)."""
+        markers: dict[str, tuple[tuple[int, int], WindowMarker]] | None = getattr(
+            self._local, "markers", None)
+        if markers is None:
+            markers = self._local.markers = {}
+        return markers
 
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -150,12 +237,11 @@ class SQLiteBase:
             return conn
         if self._closed:
             raise StoreError(f"{self.path}: the store was closed")
-        conn = sqlite3.connect(
-            self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
-        )
+        conn = self._connect()
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            if not self.read_only:
+                conn.execute("PRAGMA journal_mode = WAL").fetchone()
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA temp_store = MEMORY")

@@ -46,6 +46,8 @@ _MOVE_STAGED = (  # the staged seq is the row's window position (1-based) above 
 )
 _SET_TOKEN_COUNT = "UPDATE messages SET token_count = ? WHERE id = ?"  # fires no FTS trigger
 _BACKGROUND_COUNT_MIN = 64
+_MARKER_CACHE_SIZE = 256
+"""Window markers kept per connection (sessions this thread works on)."""
 """Batches at least this long are token-counted on a worker thread (see _BackgroundCount)."""
 DEFER_TRIGRAM_MIN = 256
 """Writes of at least this many messages leave their rows to the trigram catch-up (schema v2):
@@ -185,7 +187,11 @@ class MessageRooms(SessionRooms):
         )
         prepared = prepare_messages(messages, token_counts, count=not count_later)
         now = time.time()
+        markers = self._markers()
         with self._tx() as conn:
+            # Inside the write lock: the cached marker is current iff nothing changed since
+            # it was computed; then this append's marker follows from it (no recount).
+            version = self._version(conn)
             cur = conn.execute(
                 "UPDATE sessions SET last_activity_at = ?, last_activity_kind = 'message' "
                 "WHERE id = ? AND coalesce(end_reason, '') <> 'compression'",
@@ -194,13 +200,35 @@ class MessageRooms(SessionRooms):
             if cur.rowcount == 0:
                 self._require(conn, session_id)
                 raise StaleSessionError(self._rotated(conn, session_id, "nothing was written"))
-            return self._insert(
+            ids = self._insert(
                 conn, session_id, prepared, now, count_later=messages if count_later else None
             )
+        # The markers cached before this append stay right (this session's follow from it),
+        # so a process serving many sessions does not recount each one after the others'
+        # appends; any marker cached before another change is dropped.
+        after = (version[0], conn.total_changes)
+        for key, (seen, marker) in list(markers.items()):
+            if seen != version:
+                del markers[key]
+            elif marker.session_id == session_id:
+                markers[key] = (after, WindowMarker(
+                    session_id, max([marker.last_message_id, *ids]),
+                    marker.active_count + len(ids)))
+            else:
+                markers[key] = (after, marker)
+        return ids
 
     @errors("reading the window")
     def window_marker(self, session_id: str) -> WindowMarker:
         conn = self._conn()
+        # Unchanged since this connection last computed it (no commit by any other
+        # connection, no change through this one): the same marker, without counting the
+        # window (issue 15: an append must not cost O(window)).  The version is read before
+        # the queries, so a commit landing in between only makes the next call recompute.
+        version = self._version(conn)
+        cached = self._markers().get(session_id)
+        if cached is not None and cached[0] == version:
+            return cached[1]
         tip = session_id
         for _ in range(2):  # a second pass only after following a rotation
             row = conn.execute(
@@ -215,7 +243,13 @@ class MessageRooms(SessionRooms):
             if row[0] != "compression" or tip != session_id:
                 break
             tip = self._tip(conn, session_id)
-        return WindowMarker(session_id=tip, last_message_id=int(row[1]), active_count=int(row[2]))
+        marker = WindowMarker(session_id=tip, last_message_id=int(row[1]),
+                              active_count=int(row[2]))
+        markers = self._markers()
+        if len(markers) >= _MARKER_CACHE_SIZE:
+            markers.pop(next(iter(markers)))  # the oldest entry
+        markers[session_id] = (version, marker)
+        return marker
 
     @errors("reading the window")
     def active_messages(self, session_id: str) -> list[Message]:
