@@ -1,8 +1,9 @@
 """Every check a developer or CI runs, by name: ``nox -s tests``, ``lint``, ``typecheck``,
 ``bench``, ``demo``, ``docs``.
 
-Engine distributions are found by globbing ``plugins/*/pyproject.toml`` and
-``contrib_engines/*/pyproject.toml``: adding an engine folder adds it to every session.
+Engine and store distributions are found by globbing ``plugins/*/pyproject.toml``,
+``contrib_engines/*/pyproject.toml`` and ``contrib_stores/*/pyproject.toml``: adding a folder
+adds it to every session.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ PYTHON = os.environ.get("HERMES_HOST_NOX_PYTHON", "3.11")
 
 
 def engine_dists() -> list[Path]:
-    """Every engine distribution in the repository, host-first order does not matter."""
-    found = sorted(ROOT.glob("plugins/*/pyproject.toml")) + sorted(
-        ROOT.glob("contrib_engines/*/pyproject.toml")
+    """Every engine and store distribution in the repository (order does not matter)."""
+    found = (
+        sorted(ROOT.glob("plugins/*/pyproject.toml"))
+        + sorted(ROOT.glob("contrib_engines/*/pyproject.toml"))
+        + sorted(ROOT.glob("contrib_stores/*/pyproject.toml"))
     )
     return [p.parent for p in found]
 

@@ -252,6 +252,11 @@ class HermesConfig(_Section):
     group_sessions_per_user: bool = True
     sessions: SessionsSection = Field(default_factory=SessionsSection)
 
+    def store_url(self) -> str:
+        """``store.url`` as given (any installed backend's URL, or a path), else the default
+        SQLite file ``$HERMES_HOST_HOME/state.db``."""
+        return self.store.url or str(hermes_home() / "state.db")
+
     @field_validator("engines")
     @classmethod
     def _engine_fences(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -123,8 +123,8 @@ class ContextHost:
         caller_owned = {name for name in (extra_plugins or {})}
         owns = not (store is not None and not isinstance(store, str | os.PathLike))
         if store is None:
-            store = config.store_path()
-        if isinstance(store, str | os.PathLike):  # the store creates its directory
+            store = config.store_url()
+        if isinstance(store, str | os.PathLike):
             store = open_store(store, lease_ttl=config.store.lease_ttl_seconds)
         host = cls(config, store, plugins, owns_store=owns)
         host._owned_plugins = [

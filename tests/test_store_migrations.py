@@ -18,7 +18,7 @@ from store_helpers import conversation
 
 from hermes_host.store import SchemaTooNewError, StoreError, open_store
 from hermes_host.store import schema as schema_mod
-from hermes_host.store.schema import LATEST_VERSION, MIGRATIONS, Migration, split_statements
+from hermes_host.store.sqlite.schema import LATEST_VERSION, MIGRATIONS, Migration, split_statements
 
 EXPECTED_OBJECTS = {
     ("table", "sessions"),

@@ -60,7 +60,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "uninstall": ("install", "uninstall",
                   "Uninstall engine distributions from the environment that runs hermes-host."),
     "engines": ("engines", "engines",
-                "Installed context engines, memory providers and model providers."),
+                "Installed context engines, memory providers, model providers and stores."),
     "config": ("config_cmd", "config", "Validate or show config.yaml."),
     "doctor": ("doctor", "doctor",
                "Check config, plugins, store (path, schema, contents; read-only) and "
@@ -73,6 +73,8 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
              "summary."),
     "sessions": ("sessions", "sessions",
                  "Stored sessions: list, show, search, lineage, export, import."),
+    "store": ("store_cmd", "store",
+              "Whole-store operations: migrate a history between stores."),
     "eval": ("eval", "eval_cmd",
              "Replay transcripts with each engine set and compare tokens, calls and recall."),
     "import": ("import_cmd", "import_transcript",

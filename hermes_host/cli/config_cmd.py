@@ -82,7 +82,9 @@ _URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^/:@\s]+:)[^@/\s]+(?P
 def redact_urls(value: Any) -> Any:
     """``scheme://user:password@host`` → ``scheme://user:***@host`` anywhere in ``value``."""
     if isinstance(value, str):
-        return _URL_PASSWORD.sub(r"\g<head>***\g<tail>", value)
+        from hermes_host.store.registry import redact_url
+
+        return redact_url(_URL_PASSWORD.sub(r"\g<head>***\g<tail>", value))
     if isinstance(value, dict):
         return {k: redact_urls(v) for k, v in value.items()}
     if isinstance(value, list):
