@@ -16,7 +16,6 @@ from typing import Any
 
 from hermes_host.models import HistoryReader
 from hermes_host.store.base import DEFAULT_LEASE_TTL, SearchHit, StoreError
-from hermes_host.store.sqlite.reader import SQLiteHistoryReader
 from hermes_host.store.recap import format_recap
 from hermes_host.store.sqlite._base import check_location, errors
 from hermes_host.store.sqlite.fts import (
@@ -27,6 +26,7 @@ from hermes_host.store.sqlite.fts import (
 )
 from hermes_host.store.sqlite.messages import CATCH_UP_PER_WRITE, DEFER_TRIGRAM_MIN
 from hermes_host.store.sqlite.publish import PublishRooms
+from hermes_host.store.sqlite.reader import SQLiteHistoryReader
 
 __all__ = [
     "CATCH_UP_PER_WRITE",

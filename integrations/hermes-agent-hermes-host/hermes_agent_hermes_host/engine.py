@@ -257,6 +257,16 @@ class HermesHostEngine(ContextEngine):  # type: ignore[misc]  # hermes-agent shi
             self._set_threshold()
             if self._host is None:
                 self.threshold_tokens = int(context_length * self.threshold_percent)
+            elif self._session is not None:
+                # The threshold the session's decision uses (an engine's own rule, e.g. the
+                # compressor's floor and output reservation), as a decision would report it.
+                try:
+                    decided = self._session.status().get("threshold_tokens")
+                except Exception as exc:  # never break Hermes' model switch
+                    self._warn(f"hermes-host status after the model switch: {_short(exc)}")
+                else:
+                    if decided:
+                        self.threshold_tokens = int(decided)
 
     def bind_session_state(self, session_db: Any = None, session_id: str = "") -> None:
         """Hermes hands over its session database (used only to follow its
