@@ -71,6 +71,7 @@ from hermes_host.plugins import LoadedPlugins, load_plugins
 from hermes_host.store import (
     Deferred,
     Guards,
+    Lease,
     LeaseLostError,
     PublishResult,
     StaleSessionError,
@@ -502,6 +503,9 @@ class Session:
         "Compacting context" marker *before* the summariser runs, so a front end can show a
         "Summarizing…" state instead of a silent pause.  Exceptions it raises are ignored."""
         self._window_cache: tuple[tuple[int, int], list[Message], int] | None = None
+        self._unreleased: Lease | None = None
+        """A lease whose release the store refused (a full disk): released first thing at
+        the next compression pass, so it does not block this session for its whole TTL."""
         self._running = RunningTotal(counter=host.tokens)  # per message of the cached window
         # Read before ``window`` was (see ContextHost.resume): a write in between then shows
         # up as a difference at the next check instead of going unnoticed.
@@ -899,6 +903,7 @@ class Session:
                 "rejected", "no_engine",
                 message="compression skipped: no installed engine answers 'compress'",
             )
+        self._release_unreleased(events)
         lease = store.acquire_lease(sid)
         if isinstance(lease, Deferred):
             # R-10.1: not an exhaustion, not a failure; the guards stay as they are.
@@ -1065,7 +1070,22 @@ class Session:
                 published_messages=len(new_window), **common,
             )
         finally:
-            store.release_lease(lease)
+            self._release(lease, events)
+
+    def _release(self, lease: Lease, events: list[str]) -> None:
+        """Release the compression lease; a store that refuses even that (its disk is full)
+        must not turn the pass's report into an exception: say so, and retry next pass."""
+        try:
+            self.host.store.release_lease(lease)
+        except StoreError as exc:
+            self._unreleased = lease
+            self._emit(events, f"compression lease not released: {exc}; retried at the next "
+                               "compression (it expires after store.lease_ttl_seconds anyway)")
+
+    def _release_unreleased(self, events: list[str]) -> None:
+        lease, self._unreleased = self._unreleased, None
+        if lease is not None:
+            self._release(lease, events)
 
     def _emit(self, events: list[str], line: str) -> None:
         events.append(line)

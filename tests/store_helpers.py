@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import select
+import signal
 import sqlite3
 import sys
 import time
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +94,37 @@ def fts_integrity(path: Path) -> None:
         )
     finally:
         conn.close()
+
+
+def fork_child(body: Callable[[int], None]) -> tuple[int, int]:
+    """Fork a child that runs ``body(ready_fd)`` forever; returns (pid, read end)."""
+    read_fd, write_fd = os.pipe()
+    with warnings.catch_warnings():  # 3.12+ warns about fork with threads; we never share state
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child, which only ever dies by SIGKILL
+        try:
+            os.close(read_fd)
+            body(write_fd)
+        except BaseException:
+            os._exit(3)
+        os._exit(0)
+    os.close(write_fd)
+    return pid, read_fd
+
+
+def kill_at_random(pid: int, read_fd: int, rng: random.Random, max_delay: float) -> None:
+    """Wait for the child's ``r`` (ready) byte, sleep a random part of ``max_delay`` (none
+    one time in ten), SIGKILL it and reap it."""
+    ready, _, _ = select.select([read_fd], [], [], 30)
+    assert ready, "child never became ready"
+    assert os.read(read_fd, 1) == b"r"
+    if rng.random() < 0.9:
+        select.select([], [], [], rng.uniform(0, max_delay))
+    os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    os.close(read_fd)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, status
 
 
 def _compress_worker(db: str, session_id: str, go_file: str, hold: float, mode: str) -> None:
