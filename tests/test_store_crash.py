@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from reliability_figures import record
 from store_helpers import (
     compressed_window,
     conversation,
@@ -86,6 +87,9 @@ def test_sigkill_during_in_place_publish_is_all_or_nothing_R_8_2(tmp_path: Path)
         check.close()
         seen_counts.add(count)
     assert len(seen_counts) > KILLS // 4, "kills never landed between publishes"
+    record("sigkill", workload="publish loop (store level), in_place", trials=KILLS,
+           acked=None, lost=0, duplicated=0, compressions=max(seen_counts),
+           killed_mid_compaction=None, rows=None)
 
 
 def test_sigkill_during_rotate_publish_is_all_or_nothing_R_8_1(tmp_path: Path) -> None:
@@ -130,6 +134,9 @@ def test_sigkill_during_rotate_publish_is_all_or_nothing_R_8_1(tmp_path: Path) -
             assert _rows(db, "SELECT count(*) FROM messages")[0][0] == len(original) + len(window)
         check.close()
     assert len(chain) > KILLS // 4, "kills never landed between publishes"
+    record("sigkill", workload="publish loop (store level), rotate", trials=KILLS,
+           acked=None, lost=0, duplicated=0, compressions=len(chain) - 1,
+           killed_mid_compaction=None, rows=None)
 
 
 if __name__ == "__main__":  # pragma: no cover
