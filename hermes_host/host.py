@@ -106,6 +106,10 @@ SESSION_ENV = "HERMES_HOST_SESSION_ID"
 """The environment variable that exposes the live session id to the process and the tools
 it starts (R-8.1).  Set by :meth:`Session.export_id`; a rotation moves it to the new id."""
 
+_FOLLOW_TRIES = 20
+"""Re-reads of a window another process keeps changing before :meth:`Session._follow`
+settles for a marker that may be older than the window (the next check then notices)."""
+
 ReportStatus = Literal["committed", "preview", "not_committed", "deferred", "rejected"]
 
 
@@ -503,6 +507,8 @@ class Session:
         "Compacting context" marker *before* the summariser runs, so a front end can show a
         "Summarizing…" state instead of a silent pause.  Exceptions it raises are ignored."""
         self._window_cache: tuple[tuple[int, int], list[Message], int] | None = None
+        self._settled = True
+        """False while the window may hold rows the marker does not cover (see _follow)."""
         self._unreleased: Lease | None = None
         """A lease whose release the store refused (a full disk): released first thing at
         the next compression pass, so it does not block this session for its whole TTL."""
@@ -524,6 +530,17 @@ class Session:
         host, store = self.host, self.host.store
         previous = self.id
         window = store.active_messages(marker.session_id)
+        self._settled = False
+        for _ in range(_FOLLOW_TRIES):
+            # The marker and the window are two reads: a write in between would put rows
+            # in the window that the marker does not cover, and a compression's snapshot
+            # (the marker) would then carry them over *and* keep the engine's copy.
+            again = store.window_marker(marker.session_id)
+            if again == marker:
+                self._settled = True
+                break
+            marker = again
+            window = store.active_messages(marker.session_id)
         if window and window[0].get("role") == "system":
             window = window[1:]  # stored by an import or an older front end: not the window
         row = store.get_session(marker.session_id)
@@ -921,6 +938,12 @@ class Session:
                     "deferred", "compression_deferred",
                     message="compression skipped: another process compressed this "
                     f"conversation meanwhile (now session {self.id})",
+                )
+            if not self._settled:
+                return report(
+                    "deferred", "compression_deferred",
+                    message="compression skipped: other processes kept writing to this "
+                    "conversation while its window was read; the next turn tries again",
                 )
             base = self.window()
             tokens_before = self.window_tokens

@@ -41,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 PROCESSES = 8
 SESSIONS = scaled(4, 12)
-SECONDS = scaled(6, 60)
+SECONDS = scaled(4, 60)
 TAG = re.compile(r"\bp\d+s\d+\b")
 
 pytestmark = pytest.mark.slow

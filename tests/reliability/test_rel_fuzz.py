@@ -40,8 +40,8 @@ from hermes_host.messages import MessageError, check_invariants, validate_messag
 
 pytestmark = pytest.mark.slow
 
-EXAMPLES = {"validation": scaled(400, 10_000), "host": scaled(60, 10_000),
-            "cli": scaled(40, 10_000), "config": scaled(120, 10_000)}
+EXAMPLES = {"validation": scaled(200, 10_000), "host": scaled(30, 10_000),
+            "cli": scaled(20, 10_000), "config": scaled(60, 10_000)}
 SYSTEM_MID_SESSION = "a system message cannot be added mid-session"
 
 

@@ -46,3 +46,59 @@ def test_deep_json_arguments_are_still_redacted_as_text() -> None:
         {"id": "c", "type": "function", "function": {"name": "x", "arguments": arguments}}]}
     (cleaned,) = redact_messages([message])
     assert SECRET not in json.dumps(cleaned)
+
+
+@pytest.mark.parametrize("mode", ["rotate", "in_place"])
+def test_a_write_between_marker_and_window_reads_is_not_stored_twice(
+    tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by test_rel_concurrency at the full size: a session that takes the window from
+    the store (another process wrote) read the window marker, then the window; a message
+    appended in between was in the window the engine compressed but not in the snapshot the
+    publish was given, so the publish carried it over *and* wrote the engine's copy: two rows
+    of one message.  The interleaving is forced here: process B appends right before A reads
+    the window."""
+    from hermes_host.store import open_store
+    from tests.host_helpers import TailEngine, chat_turn, make_host
+
+    with make_host(tmp_path, TailEngine(keep=1, threshold=10**9),
+                   compression={"mode": mode}) as host_a, \
+            make_host(tmp_path, TailEngine(keep=1, threshold=10**9),
+                      compression={"mode": mode}) as host_b:
+        a = host_a.open_session("race", "You are terse.")
+        for n in range(3):
+            chat_turn(a, n, size=5)
+        b = host_b.resume("race")
+        b.add_user("B-FIRST written by the other process")  # A must follow the store now
+        real = host_a.store.active_messages
+        reads: list[str] = []
+        injected: list[bool] = []
+
+        def active_messages(session_id: str) -> list[dict]:
+            reads.append(session_id)
+            if len(reads) == 2:  # the read under the compression lease
+                b.add_assistant("B-RACE written between A's two reads")
+                injected.append(True)
+            return real(session_id)
+
+        real_lease = host_a.store.acquire_lease
+
+        def acquire_lease(session_id: str, ttl: float | None = None) -> object:
+            b.add_user("B-SECOND")  # A takes the window from the store again under the lease
+            return real_lease(session_id, ttl)
+
+        monkeypatch.setattr(host_a.store, "active_messages", active_messages)
+        monkeypatch.setattr(host_a.store, "acquire_lease", acquire_lease)
+        report = a.compress(force=True)
+        monkeypatch.undo()
+        assert injected and report.status == "committed", report
+    store = open_store(tmp_path / "state.db")
+    try:
+        tip = store.resume("race")
+        rows = [r.message.get("content") for sid in store.lineage(tip.id)
+                for r in store.all_messages(sid)]
+        window = [m.get("content") for m in store.active_messages(tip.id)]
+    finally:
+        store.close()
+    assert rows.count("B-RACE written between A's two reads") == 1, rows
+    assert window.count("B-RACE written between A's two reads") == 1, window

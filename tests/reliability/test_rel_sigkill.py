@@ -55,8 +55,8 @@ pytestmark = [
 pytest.importorskip("hermes_compressor")
 
 TITLE = "crash"
-TURN_TRIALS = scaled(12, 400)  # per publish mode
-BULK_TRIALS = scaled(12, 300)
+TURN_TRIALS = scaled(8, 400)  # per publish mode
+BULK_TRIALS = scaled(8, 300)
 BULK_BATCH = 40
 
 
