@@ -92,13 +92,13 @@ def main(db: Path, index: int, sessions: int, seconds: float, mode: str, out: Pa
                                 session.build_request()
                     finally:
                         fcntl.flock(lock, fcntl.LOCK_UN)
-                before = session.compression_count
                 outcome = session.end_turn()
                 report = outcome.compression
                 if report is not None:
+                    # after a commit: the conversation's compression count it produced
                     emit(report=report.status, outcome=report.outcome, session=k,
-                         conversation=session.conversation_id, count_before=before,
-                         message=report.message)
+                         conversation=session.conversation_id,
+                         count_after=session.compression_count, message=report.message)
             except Exception as exc:  # anything reaching the caller is an anomaly
                 emit(error=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc()[-1500:])
     emit(done=index, turns=seq)

@@ -5,10 +5,10 @@ racing appends and resumes.  Afterwards:
 
 * no deadlock: every process finished within its time plus a margin;
 * nothing reached a caller: no exception at all (``database is locked`` in particular);
-* exactly one compaction per due point: no two committed compressions of a conversation
-  started from the same compression count, and the committed ones add up to the
-  conversation's ``compression_count``; no window is left over its threshold (every due
-  point was compacted by someone);
+* exactly one compaction per due point: every compression count of a conversation, 1 to
+  its last, was produced by exactly one committed compression in one process (none twice,
+  none missing), and the committed ones add up to the conversation's ``compression_count``;
+  no window is left over its threshold by more than one unfinished turn per process;
 * no message lost from the live window: every acknowledged message is stored exactly once in
   its conversation and is either in the live window or was summarised by a summary that names
   it;
@@ -86,10 +86,13 @@ def test_eight_processes_share_sessions_without_loss_or_double_compaction(
     statuses = Counter(r["report"] for r in reports)
 
     # exactly one compaction per due point
-    points = Counter((r["conversation"], r["count_before"]) for r in committed)
+    points = Counter((r["conversation"], r["count_after"]) for r in committed)
     doubled = {p: n for p, n in points.items() if n > 1}
     assert not doubled, f"compacted twice from the same point: {doubled}"
     per_conversation = Counter(r["conversation"] for r in committed)
+    produced: dict[str, set[int]] = defaultdict(set)
+    for conversation, count in points:
+        produced[conversation].add(count)
 
     store = open_store(tmp_path / "state.db")
     lost: list[str] = []
@@ -102,6 +105,8 @@ def test_eight_processes_share_sessions_without_loss_or_double_compaction(
             lineage = store.lineage(tip.id)
             assert tip.compression_count == per_conversation[lineage[0]], (
                 k, tip.compression_count, per_conversation[lineage[0]])
+            # every compression count from 1 to the last was produced by exactly one commit
+            assert produced[lineage[0]] == set(range(1, tip.compression_count + 1))
             stored = [row for sid in lineage for row in store.all_messages(sid)]
             summaries = [r for r in stored if r.message.get("_compressed_summary")]
             named = {t for r in summaries for t in TAG.findall(str(r.message.get("content")))}
