@@ -1,8 +1,9 @@
 """Every check a developer or CI runs, by name: ``nox -s tests``, ``lint``, ``typecheck``,
 ``bench``, ``reliability``, ``demo``, ``docs``.
 
-Engine distributions are found by globbing ``plugins/*/pyproject.toml`` and
-``contrib_engines/*/pyproject.toml``: adding an engine folder adds it to every session.
+Engine and store distributions are found by globbing ``plugins/*/pyproject.toml``,
+``contrib_engines/*/pyproject.toml`` and ``contrib_stores/*/pyproject.toml``: adding a folder
+adds it to every session.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ PYTHON = os.environ.get("HERMES_HOST_NOX_PYTHON", "3.11")
 
 
 def engine_dists() -> list[Path]:
-    """Every engine distribution in the repository, host-first order does not matter."""
-    found = sorted(ROOT.glob("plugins/*/pyproject.toml")) + sorted(
-        ROOT.glob("contrib_engines/*/pyproject.toml")
+    """Every engine and store distribution in the repository (order does not matter)."""
+    found = (
+        sorted(ROOT.glob("plugins/*/pyproject.toml"))
+        + sorted(ROOT.glob("contrib_engines/*/pyproject.toml"))
+        + sorted(ROOT.glob("contrib_stores/*/pyproject.toml"))
     )
     return [p.parent for p in found]
 
@@ -38,11 +41,61 @@ def transcripts_env() -> dict[str, str]:
     return {"HERMES_HOST_TRANSCRIPTS": os.environ.get("HERMES_HOST_TRANSCRIPTS", str(default))}
 
 
-@nox.session(python=PYTHON)
-def tests(session: nox.Session) -> None:
-    """Install the host and every engine distribution, then run all their tests."""
+INTEGRATIONS = ROOT / "integrations"
+
+
+def install_framework(session: nox.Session, suite: str) -> None:
+    """The host and its engines plus one framework's integration, with the framework's real
+    package: each framework pins its own dependencies (hermes-agent: openai==2.24.0), so each
+    suite gets an environment of its own."""
     install_all(session)
-    paths = ["tests", *[str(d / "tests") for d in engine_dists() if (d / "tests").is_dir()]]
+    # hermes-agent: the distribution Hermes' plugin manager discovers (entry point
+    # hermes_agent.plugins); it pulls hermes-agent 0.19.x, whose pins sit beside the host's
+    for dist in framework_dists(suite):
+        session.install("-e", str(dist))
+    if suite in ("openai-agents", "langchain"):
+        # an extra of the host itself: hermes_host.integrations.openai_agents / .langchain
+        session.install("-e", f"{ROOT}[test,{suite}]")
+
+
+def framework_python(session: nox.Session, suite: str) -> str:
+    """The interpreter of a virtualenv (under the session's tmp dir) holding the host, its
+    engines and ``suite``'s integration, as the ``tests`` session of that suite has them."""
+    venv = Path(session.create_tmp()).resolve() / f"framework-{suite}"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        session.run("python", "-m", "venv", str(venv))
+    pip = [str(python), "-m", "pip", "install", "-q"]
+    session.run(*pip, "-e", f"{ROOT}[test]", *[f"-e{d}" for d in engine_dists()],
+                *[f"-e{d}" for d in framework_dists(suite)], external=True)
+    return str(python)
+
+
+def framework_dists(suite: str) -> list[Path]:
+    """The distributions a framework suite installs beside the host."""
+    if suite == "hermes-agent":
+        return [INTEGRATIONS / "hermes-agent-hermes-host"]
+    return []
+
+
+@nox.session(python=PYTHON)
+@nox.parametrize("suite", ["core", "hermes-agent", "openai-agents", "langchain"])
+def tests(session: nox.Session, suite: str) -> None:
+    """``core``: the host and every engine distribution, all their tests but the framework
+    integrations' (``pytest tests`` in such an environment skips those modules anyway).
+    A framework suite (``nox -s "tests(suite='hermes-agent')"``): the host plus that
+    framework's integration in its own environment, running
+    ``tests/integrations/test_<suite>*.py`` only."""
+    if suite == "core":
+        install_all(session)
+        paths = ["tests", *[str(d / "tests") for d in engine_dists() if (d / "tests").is_dir()],
+                 "--ignore", str(ROOT / "tests" / "integrations")]
+    else:
+        pattern = f"test_{suite.replace('-', '_')}*.py"
+        paths = [str(p) for p in sorted((ROOT / "tests" / "integrations").glob(pattern))]
+        if not paths:
+            session.skip(f"no tests match tests/integrations/{pattern} yet")
+        install_framework(session, suite)
     session.run(
         "pytest", *session.posargs, *paths, env=transcripts_env(), external=False
     )
@@ -69,8 +122,10 @@ def bench(session: nox.Session) -> None:
 
     Each section marks a missed target **MISSED** (benchmarks/_targets.py).  With
     ``nox -s bench -- --check`` the session fails when any target was missed, after
-    writing the page.  Other arguments go to every script."""
-    install_all(session)
+    writing the page.  Other arguments go to every script.  The ``openai-agents`` and
+    ``langchain`` extras are installed for ``bench_integrations_frameworks.py``."""
+    install_all(session, "openai-agents", "langchain")
+    session.install("llm")  # the yardstick of bench_startup.py (`llm --help`, simonw/llm)
     check = "--check" in session.posargs
     args = [a for a in session.posargs if a != "--check"]
     results = Path(session.create_tmp()).resolve() / "bench-targets.jsonl"
@@ -78,7 +133,13 @@ def bench(session: nox.Session) -> None:
     env = {**transcripts_env(), "HERMES_BENCH_RESULTS": str(results)}
     sections = []
     for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
-        out = session.run("python", str(script), *args, silent=True, env=env)
+        python = "python"
+        if script.stem.startswith("bench_integration_"):
+            # a framework's own pins: measured in an environment of its own (see tests)
+            suite = script.stem.removeprefix("bench_integration_").replace("_", "-")
+            python = framework_python(session, suite)
+        out = session.run(python, str(script), *args, silent=True, env=env,
+                          external=python != "python")
         if isinstance(out, str):
             print(out)
             sections.append(out.strip())

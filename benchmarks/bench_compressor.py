@@ -180,6 +180,31 @@ def prune_yield(path: Path) -> tuple[int, int]:
     return before, before - after
 
 
+SCALE_SIZES = (10_000, 100_000)
+SCALE_TARGET_SECONDS = 3.0
+"""Issue 15: one compression of a 100,000-message session, CPU seconds."""
+SCALE_TARGET_RATIO = 12.0
+"""Linear: 10× the messages costs at most 12× (a little slack for fixed costs)."""
+
+
+def whole_compress_cpu(n: int) -> float:
+    """CPU seconds of one ``compress`` (offline summariser) of a synthetic ``n``-message
+    session — CPU, not wall time: the machine is shared, and another process's load would
+    count as ours."""
+    messages = synthetic(n)
+    engine = Compressor(summarizer=OfflineSummarizer(), fallback=OfflineSummarizer())
+    engine.count({"role": "user", "content": "warm the tokenizer"})
+    request = CompressRequest(
+        session_id="bench", messages=messages, current_tokens=10**7, context_length=CONTEXT,
+        guards=GuardState(now=0.0), compression=CompressionSettings(),
+    )
+    start = time.process_time()
+    result = engine.compress(request=request)
+    spent = time.process_time() - start
+    assert result.outcome == "summarised", result.outcome
+    return spent
+
+
 PRUNE_TARGET = 0.60
 """Share of the tool-output tokens outside the protected tail that step 1 reclaims."""
 
@@ -209,6 +234,23 @@ def main() -> int:
             f"{r['offline']:.2f} | {r['total']:.2f} | {r['outcome']} |"
         )
     lines.append("")
+    small, large = SCALE_SIZES
+    cpu = {n: whole_compress_cpu(n) for n in SCALE_SIZES}
+    seconds = targets.check(f"one compression of {large:,} messages (CPU)", cpu[large], "<=",
+                            SCALE_TARGET_SECONDS, "{:.2f} s", "{:.0f} s")
+    ratio = targets.check(f"compression CPU, {large:,} vs {small:,} messages",
+                          cpu[large] / cpu[small], "<=", SCALE_TARGET_RATIO, "{:.1f}×", "{:.0f}×")
+    lines += [
+        "One whole `compress` (offline summariser) of a synthetic session, CPU seconds in "
+        "this run:",
+        "",
+        "| messages | CPU | target |",
+        "|---:|---:|---|",
+        f"| {small:,} | {cpu[small]:.2f} s | |",
+        f"| {large:,} | {cpu[large]:.2f} s | {seconds.target_text} |",
+        f"| ratio | {ratio.shown_value} | {ratio.target_text} (linear: 10×) |",
+        "",
+    ]
     coding = [p for p in paths if p.name.startswith(CODING_PREFIXES)]
     if coding:
         lines += [

@@ -11,7 +11,10 @@ Rows:
   (``SimpleQueue`` + ``Lock``, no fence code), so the fence's own share can be read off;
 * snapshot — the private deep copy of the request alone;
 * the same pair for ``select_context`` on a 200-message real window (snapshot and
-  invariant checks grow with the window).
+  invariant checks grow with the window);
+* process isolation vs thread isolation, both calls, side by side (issue 13);
+* hostile engines (hang, late, raise, a 100 MB answer, a GIL-holding regex, ``os._exit``) in
+  each mode: how long past its timeout the caller is kept.
 """
 
 from __future__ import annotations
@@ -28,32 +31,21 @@ from pathlib import Path
 from typing import Any
 
 import pluggy
+from _fence_engines import Hostile, Trivial
 from _targets import MISSED, Targets
 
-from hermes_host import hookimpl, hookspecs
-from hermes_host.fence import _DONE, HookRunner, _Job, _snapshot
+from hermes_host import hookspecs
+from hermes_host.config import FenceSection
+from hermes_host.fence import HookRunner
+from hermes_host.fence.snapshot import snapshot as _snapshot
+from hermes_host.fence.workers import DONE as _DONE
+from hermes_host.fence.workers import Job as _Job
 from hermes_host.messages import normalize_alternation, repair_tool_pairs
-from hermes_host.models import (
-    CompressDecision,
-    GuardState,
-    SelectRequest,
-    SelectResult,
-    ShouldCompressRequest,
-)
+from hermes_host.models import GuardState, SelectRequest, ShouldCompressRequest
 
 TARGET_ADDED_US = 60.0
 ROUNDS = 20
 PER_ROUND = 400
-
-
-class Trivial:
-    @hookimpl
-    def should_compress(self, request: ShouldCompressRequest) -> CompressDecision:
-        return CompressDecision(compress=False, reason="below_threshold")
-
-    @hookimpl
-    def select_context(self, request: SelectRequest) -> SelectResult:
-        return SelectResult(messages=request.messages)
 
 
 def _transcripts() -> Path:
@@ -117,6 +109,8 @@ def _inline_runner(pm: pluggy.PluginManager) -> HookRunner:
 
     def submit(job: _Job) -> None:
         job.value = job.caller(request=job.request)
+        if job.check is not None:
+            job.value = job.check(job.value)
         job.state = _DONE
         job.done.release()
 
@@ -219,7 +213,83 @@ def main() -> int:
         f"- 200-message window ({source}): the fence adds {big_fenced[0] - big_bare[0]:.0f} µs "
         "(snapshot + invariant check grow with the window)."
     )
+    _process_rows(pm, small, big, samples["fenced"], big_samples["fenced"])
+    _hostile_rows(small)
     return targets.finish()
+
+
+def _process_rows(
+    pm: pluggy.PluginManager,
+    small: ShouldCompressRequest,
+    big: SelectRequest,
+    thread_small: list[float],
+    thread_big: list[float],
+) -> None:
+    """The same calls with ``fence.isolation: process``, interleaved with thread-mode calls."""
+    process = HookRunner(pm, fence=FenceSection(isolation="process"))
+    thread = HookRunner(pm)
+    try:
+        assert process.call("trivial", "should_compress", small).adopted
+        assert process.call("trivial", "select_context", big).adopted
+        cases = {
+            "thread": lambda: thread.call("trivial", "should_compress", small),
+            "process": lambda: process.call("trivial", "should_compress", small),
+            "thread_big": lambda: thread.call("trivial", "select_context", big),
+            "process_big": lambda: process.call("trivial", "select_context", big),
+        }
+        got: dict[str, list[float]] = {k: [] for k in cases}
+        for _ in range(10):
+            for name, fn in cases.items():
+                _measure(fn, 10 if name.endswith("big") else 100, got[name])
+    finally:
+        process.close()
+    t, p = _stats(got["thread"]), _stats(got["process"])
+    tb, pb = _stats(got["thread_big"]), _stats(got["process_big"])
+    print("\n### process isolation vs thread isolation\n")
+    print("The same trivial plugin, `fence.isolation: process` against the default thread mode, "
+          "interleaved in this run (a warm worker process; JSON both ways).\n")
+    print("| call | thread median µs | process median µs | process / thread |")
+    print("|---|---:|---:|---:|")
+    print(f"| `should_compress`, 2 messages | {t[0]:.0f} | {p[0]:.0f} | {p[0] / t[0]:.1f}× |")
+    print(f"| `select_context`, {len(big.messages)}-message window | {tb[0]:.0f} | {pb[0]:.0f} "
+          f"| {pb[0] / tb[0]:.1f}× |")
+    print()
+
+
+def _hostile_rows(small: ShouldCompressRequest) -> None:
+    """How long past its timeout a call to a hostile engine keeps the caller, per mode."""
+    timeout = 0.5
+    behaviours = ["hang", "late", "raise", "huge", "regex", "os_exit"]
+    rows: list[tuple[str, str, str, float]] = []
+    for mode in ("thread", "process"):
+        for behaviour in behaviours:
+            if mode == "thread" and behaviour == "os_exit":
+                continue  # it would end this process: the reason process mode exists
+            pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+            pm.add_hookspecs(hookspecs)
+            pm.register(Hostile(behaviour), name="hostile")
+            runner = HookRunner(pm, fence=FenceSection(isolation=mode))  # type: ignore[arg-type]
+            try:
+                t0 = time.perf_counter()
+                stamp = runner.call("hostile", "should_compress", small, timeout=timeout)
+                elapsed = time.perf_counter() - t0
+            finally:
+                runner.close()
+            rows.append((mode, behaviour, stamp.provenance.value, elapsed - timeout))
+    print(f"### hostile engines: time past a {timeout:g} s timeout\n")
+    print("One call each (`should_compress`); negative = returned before the timeout.\n")
+    print("| mode | engine | stamp | past the timeout, ms |")
+    print("|---|---|---|---:|")
+    for mode, behaviour, provenance, over in rows:
+        print(f"| {mode} | {behaviour} | {provenance} | {over * 1000:.0f} |")
+    for mode in ("thread", "process"):
+        bounded = [r for r in rows if r[0] == mode and not (mode == "thread" and r[1] == "regex")]
+        worst = max(bounded, key=lambda r: r[3])
+        print(f"\n- {mode} mode, worst over the timeout: **{worst[3] * 1000:.0f} ms** "
+              f"({worst[1]})" + (
+                  "; not counted: the GIL-holding regex, which thread mode cannot stop "
+                  "(it keeps the caller until it lets go)" if mode == "thread" else ""))
+    print()
 
 
 if __name__ == "__main__":

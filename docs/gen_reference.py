@@ -104,7 +104,7 @@ def _doc(model: type[BaseModel]) -> str:
 
 
 def config_reference() -> str:
-    from hermes_host.config import HermesConfig
+    from hermes_host.config import MAX_YAML_NODES, HermesConfig
     from hermes_host.hookspecs import DEFAULT_TIMEOUTS
 
     out = [
@@ -115,6 +115,10 @@ def config_reference() -> str:
         "`hermes-host config validate` names the file, the key and the allowed values "
         "(R-0.3). The file is found at `--config PATH`, else `$HERMES_HOST_CONFIG`, else "
         "`./config.yaml`, else `$HERMES_HOST_HOME/config.yaml` (R-14.5).\n",
+        "Types are strict: a quoted `\"0.5\"` or `\"yes\"` is a string, not a number or a "
+        "boolean (an integer is fine where a number is expected). A key given twice in one "
+        "mapping is an error naming both lines, and a document that expands to more than "
+        f"{MAX_YAML_NODES:,} nodes through YAML aliases is refused.\n",
         "## Top level\n",
         "| key | type | default | description |",
         "|---|---|---|---|",

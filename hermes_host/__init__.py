@@ -3,37 +3,41 @@
 Public API for engine authors::
 
     from hermes_host import hookimpl, CompressRequest, CompressResult
+
+The names below are imported on first use (PEP 562), so ``import hermes_host`` — and every
+command line run that does not need them — stays cheap (issue 15's cold start).
 """
 
-import logging
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
 
-from hermes_host.hookspecs import hookimpl, hookspec
-from hermes_host.models import (
-    CompressDecision,
-    CompressionSettings,
-    CompressRequest,
-    CompressResult,
-    GuardState,
-    HistoryReader,
-    Message,
-    PreCompressRequest,
-    PruneRequest,
-    PruneResult,
-    SelectRequest,
-    SelectResult,
-    SessionEvent,
-    ShouldCompressRequest,
-    SummarizerSettings,
-)
+import logging
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hermes_host.hookspecs import hookimpl, hookspec
+    from hermes_host.models import (
+        CompressDecision,
+        CompressionSettings,
+        CompressRequest,
+        CompressResult,
+        GuardState,
+        HistoryReader,
+        Message,
+        PreCompressRequest,
+        PruneRequest,
+        PruneResult,
+        SelectRequest,
+        SelectResult,
+        SessionEvent,
+        ShouldCompressRequest,
+        SummarizerSettings,
+    )
+
+    __version__: str
 
 # A library logs, the application decides where to (the CLI: HERMES_HOST_TRACE_PLUGINS=1).
 logging.getLogger(__name__).addHandler(logging.NullHandler())
-
-try:
-    __version__ = version("hermes-host")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0.0.0"
 
 __all__ = [
     "CompressDecision",
@@ -55,3 +59,31 @@ __all__ = [
     "hookimpl",
     "hookspec",
 ]
+
+_HOME = {name: "hermes_host.models" for name in __all__}
+_HOME.update(hookimpl="hermes_host.hookspecs", hookspec="hermes_host.hookspecs")
+del _HOME["__version__"]
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hermes-host")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "0.0.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        value: Any = _version()
+    elif name in _HOME:
+        value = getattr(import_module(_HOME[name]), name)
+    else:
+        raise AttributeError(f"module 'hermes_host' has no attribute {name!r}")
+    globals()[name] = value  # once imported, an ordinary module attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

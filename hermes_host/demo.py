@@ -117,7 +117,7 @@ TOUR: list[Step] = [
     Step("What are the default compression settings?",
          [("grep", {"pattern": r"Field\(", "path": "models.py"})]),
     Step("How does the fence bound a hook call?",
-         [("read_file", {"path": "fence.py", "start": 1, "limit": 45})]),
+         [("read_file", {"path": "fence/runner.py", "start": 1, "limit": 45})]),
     Step("Where are the guard rules (cooldown, anti-thrash)?",
          [("read_file", {"path": "guards.py", "start": 1, "limit": 80})]),
     Step("Which pluggy version is installed?", [("run", {"command": "pip show pluggy"})]),

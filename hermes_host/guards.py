@@ -108,6 +108,20 @@ def threshold_tokens(settings: CompressionSettings, context_length: int, model: 
     return max(1, threshold)
 
 
+def threshold_rule(
+    settings: CompressionSettings, context_length: int, model: str = ""
+) -> dict[str, float | int | None]:
+    """The parts of :func:`threshold_tokens` (``CompressDecision.threshold_rule``): the host's
+    own rule has no small-window floor and reserves nothing for the reply."""
+    return {
+        "configured_percent": model_ratio(settings, model),
+        "floor_percent": None,
+        "cap_tokens": settings.threshold_tokens,
+        "output_reservation": 0,
+        "tiny_window_percent": None,
+    }
+
+
 def host_decision(
     *,
     tokens: int,
@@ -119,14 +133,20 @@ def host_decision(
     """The host's own rule, used when no engine answers ``should_compress`` or the engine
     failed (the hook's fail policy): guards first, then the threshold (R-4.1)."""
     threshold = threshold_tokens(settings, context_length, model)
+    rule = threshold_rule(settings, context_length, model)
     blocked = blocked_reason(guards, tokens, context_length)
     if blocked is not None:
-        return CompressDecision(compress=False, reason=blocked, threshold_tokens=threshold)
+        return CompressDecision(
+            compress=False, reason=blocked, threshold_tokens=threshold, threshold_rule=rule
+        )
     if tokens < threshold:
         return CompressDecision(
-            compress=False, reason="below_threshold", threshold_tokens=threshold
+            compress=False, reason="below_threshold", threshold_tokens=threshold,
+            threshold_rule=rule,
         )
-    return CompressDecision(compress=True, reason=None, threshold_tokens=threshold)
+    return CompressDecision(
+        compress=True, reason=None, threshold_tokens=threshold, threshold_rule=rule
+    )
 
 
 def after_compression(

@@ -12,8 +12,11 @@ Two families:
   broadcast: every provider is called, each fenced on its own.
 
 Every call goes through the fence (``hermes_host.fence``): your implementation receives a
-private deep copy of the request, runs on a daemon worker, and must answer within the time
-limit in ``hooks.timeouts.<hook>`` (defaults in ``DEFAULT_TIMEOUTS``).  A late, raising or
+private deep copy of the request, runs on a daemon worker thread (or, when the user sets
+``fence.isolation: process`` for your engine, in a worker process killed at the deadline;
+docs/isolation.md), and must answer within the time limit in ``hooks.timeouts.<hook>``
+(defaults in ``DEFAULT_TIMEOUTS``).  What you return is copied into plain data before it is
+checked: changing your objects afterwards changes nothing.  A late, raising or
 invalid answer is discarded and the hook's fail policy applies; the live session is never
 touched.  Engines never write the store: they return a proposal, and the host commits it.
 

@@ -48,14 +48,26 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
 
-class CompressionSettings(_Model):
+class _Settings(_Model):
+    """A section of ``config.yaml``: strict types, so a quoted ``"0.5"`` or ``"yes"`` is an
+    error instead of being coerced (issue 12)."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, strict=True)
+
+
+class CompressionSettings(_Settings):
     """The user's ``compression:`` section of ``config.yaml`` (SPEC R-4.5, R-12.2).
 
     The host passes it to ``should_compress`` and ``compress`` so that an engine honours the
     user's settings without reading config files itself.
     """
 
-    threshold_percent: float = Field(0.50, gt=0, le=1)
+    threshold_percent: float = Field(
+        0.50, gt=0, le=1,
+        description="Trigger ratio of the context window (R-4.2). The default compressor "
+        "uses at least 0.75 under 512K tokens and keeps max_output_tokens free: see "
+        "lifecycle.md, 'When compression triggers'.",
+    )
     threshold_tokens: int | None = Field(
         None, gt=0, description="Absolute cap on the trigger threshold (R-4.2)."
     )
@@ -81,7 +93,7 @@ class CompressionSettings(_Model):
     )
 
 
-class SummarizerSettings(_Model):
+class SummarizerSettings(_Settings):
     """The user's ``summarizer:`` section: which auxiliary LLM writes summaries (R-14.7).
 
     ``provider`` names a model provider of the ``hermes_host.model_providers`` entry-point
@@ -194,6 +206,11 @@ class CompressDecision(_Model):
         None, description="Why not (e.g. 'below_threshold', 'cooldown:42', 'ineffective')."
     )
     threshold_tokens: int | None = None
+    threshold_rule: dict[str, float | int | None] | None = Field(
+        None,
+        description="Optional: how threshold_tokens was derived, e.g. configured_percent, "
+        "floor_percent, cap_tokens, output_reservation, tiny_window_percent (status shows it).",
+    )
 
 
 SummaryOutcome = Literal[

@@ -38,6 +38,7 @@ from stevedore import ExtensionManager, NamedExtensionManager
 
 from hermes_host import hookspecs
 from hermes_host.config import HermesConfig
+from hermes_host.tracing import TRACE_ENV, trace_enabled
 
 __all__ = [
     "ENGINE_GROUP",
@@ -62,7 +63,6 @@ __all__ = [
 ENGINE_GROUP = "hermes_host.context_engines"
 PROVIDER_GROUP = "hermes_host.memory_providers"
 LOAD_PLUGINS_ENV = "HERMES_HOST_LOAD_PLUGINS"
-TRACE_ENV = "HERMES_HOST_TRACE_PLUGINS"
 
 Kind = Literal["engine", "memory_provider"]
 Status = Literal["not loaded", "loaded", "failed", "disabled"]
@@ -139,6 +139,9 @@ class LoadedPlugins:
     providers: dict[str, object] = field(default_factory=dict)
     infos: list[PluginInfo] = field(default_factory=list)
     failures: list[PluginInfo] = field(default_factory=list)
+    factories: dict[str, tuple[Any, dict[str, Any] | None]] = field(default_factory=dict)
+    """Per entry-point plugin built from a class: ``(class, options)`` (``options`` is
+    ``None`` when the constructor takes none), so a worker process can build its own."""
 
 
 # --- discovery (metadata only) ----------------------------------------------------------
@@ -151,11 +154,6 @@ def reset_discovery_cache() -> None:
     global _scan_cache
     _scan_cache = None
     ExtensionManager.ENTRY_POINT_CACHE.clear()
-
-
-def trace_enabled() -> bool:
-    """Whether ``HERMES_HOST_TRACE_PLUGINS`` asks for the plugin trace."""
-    return os.environ.get(TRACE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _allow_list() -> set[str] | None:
@@ -311,6 +309,7 @@ def _options_for(config: HermesConfig, kind: Kind, name: str) -> dict[str, Any]:
     """The ``options=`` a plugin is built with: its ``engines.<name>`` block, and for the
     built-in ``markdown`` memory provider ``memory.directory`` (where its files live)."""
     options = dict(config.engines.get(name, {}))
+    options.pop("fence", None)  # the host's (fence isolation), never the engine's
     if kind == "memory_provider" and name == "markdown" and config.memory.directory:
         options.setdefault("directory", config.memory.directory)
     return options
@@ -432,7 +431,11 @@ def load_plugins(
                     raise failed[name]
                 if name not in imported:
                     raise LookupError(f"entry point {info.module!r} was not found by stevedore")
-                instance = _instantiate(info, imported[name], _options_for(config, kind, name))
+                options = _options_for(config, kind, name)
+                instance = _instantiate(info, imported[name], options)
+                if inspect.isclass(imported[name]):
+                    takes = _accepts_options(imported[name])
+                    loaded.factories[name] = (imported[name], dict(options) if takes else None)
             except Exception as exc:
                 info.status = "failed"
                 info.error = _error_text(exc)

@@ -45,12 +45,14 @@ families) on the real transcripts: ~0.9 s for all 3.5 MB of them.
 from __future__ import annotations
 
 import base64
-import copy
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
+from hermes_host.messages import copy_data
 from hermes_host.models import Message
 
 __all__ = [
@@ -60,6 +62,8 @@ __all__ = [
     "redact_counted",
     "redact_messages",
     "redact_value",
+    "redacted_for_reading",
+    "redaction_memo",
 ]
 
 REDACTED = "[REDACTED]"
@@ -814,6 +818,35 @@ def redact_counted(text: str) -> tuple[str, int]:
     return text, 0
 
 
+class _Memo:
+    """What one :func:`redaction_memo` block has redacted already: text → result, and tool
+    call arguments → result."""
+
+    def __init__(self) -> None:
+        self.texts: dict[str, str] = {}
+        self.arguments: dict[str, Any] = {}
+
+
+_memo: ContextVar[_Memo | None] = ContextVar("hermes_host_redaction_memo", default=None)
+
+
+@contextmanager
+def redaction_memo() -> Iterator[None]:
+    """Within the block, :func:`redact` (and :func:`redact_messages`) remember their results:
+    a pass that redacts the same texts more than once — the compressor redacts the middle,
+    then the summariser redacts its job again, as defence in depth — pays for each text once.
+    The memory is the block's alone (a context variable; nested blocks share the outer one)
+    and is freed when it ends."""
+    if _memo.get() is not None:
+        yield
+        return
+    token = _memo.set(_Memo())
+    try:
+        yield
+    finally:
+        _memo.reset(token)
+
+
 def redact(text: str) -> str:
     """Return ``text`` with every recognised secret value replaced by ``[REDACTED]``.
 
@@ -822,7 +855,13 @@ def redact(text: str) -> str:
     """
     if not isinstance(text, str):
         raise TypeError(f"redact() expects str, got {type(text).__name__}")
-    return redact_counted(text)[0]
+    memo = _memo.get()
+    if memo is None:
+        return redact_counted(text)[0]
+    out = memo.texts.get(text)
+    if out is None:
+        out = memo.texts[text] = redact_counted(text)[0]
+    return out
 
 
 def contains_secret(text: str) -> bool:
@@ -848,6 +887,16 @@ def _redact_arguments(arguments: Any) -> Any:
     structure the patterns rely on) and re-encoded only when something changed."""
     if not isinstance(arguments, str):
         return redact_value(arguments)
+    memo = _memo.get()
+    if memo is not None:
+        hit = memo.arguments.get(arguments)
+        if hit is None:
+            hit = memo.arguments[arguments] = _redact_argument_text(arguments)
+        return hit
+    return _redact_argument_text(arguments)
+
+
+def _redact_argument_text(arguments: str) -> Any:
     try:
         decoded = json.loads(arguments)
         cleaned = redact_value(decoded)
@@ -883,6 +932,38 @@ def _redact_content(content: Any) -> Any:
     return content
 
 
+def redacted_for_reading(messages: Iterable[Message]) -> list[Message]:
+    """Like :func:`redact_messages`, for a reader that does not change what it gets: a
+    message with nothing to redact is returned as is (no copy), the others are redacted
+    copies.  (The offline summariser reads its job this way: within a
+    :func:`redaction_memo` block an already redacted middle then costs dictionary lookups.)"""
+    out: list[Message] = []
+    for message in messages:
+        if isinstance(message, dict) and _unchanged_by_redaction(message):
+            out.append(message)
+        else:
+            out.extend(redact_messages([message]))
+    return out
+
+
+def _unchanged_by_redaction(message: Message) -> bool:
+    for key in _TEXT_KEYS:
+        value = message.get(key)
+        if isinstance(value, str):
+            if redact(value) != value:
+                return False
+        elif value is not None and _redact_content(value) != value:
+            return False
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        for call in calls:
+            fn = call.get("function") if isinstance(call, dict) else None
+            if isinstance(fn, dict) and "arguments" in fn and \
+                    _redact_arguments(fn["arguments"]) != fn["arguments"]:
+                return False
+    return True
+
+
 def redact_messages(messages: Iterable[Message]) -> list[Message]:
     """A deep copy of ``messages`` with secrets removed from every text a model would read.
 
@@ -892,7 +973,7 @@ def redact_messages(messages: Iterable[Message]) -> list[Message]:
     """
     result: list[Message] = []
     for message in messages:
-        m = copy.deepcopy(message)
+        m = copy_data(message)
         if not isinstance(m, dict):
             result.append(m)
             continue

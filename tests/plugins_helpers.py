@@ -49,10 +49,11 @@ class FakeDist:
 
 
 GOOD_ENGINE_SOURCE = '''
-from hermes_host import CompressDecision, hookimpl
+from hermes_host import CompressDecision, CompressResult, hookimpl
 
 class GoodEngine:
-    """Compresses once the window holds ``min_tokens`` tokens (an engine option)."""
+    """Compresses once the window holds ``min_tokens`` tokens (an engine option); its
+    ``compress`` keeps the window (an engine must answer it: ``config validate``, issue 12)."""
 
     def __init__(self, options=None):
         self.min_tokens = int((options or {}).get("min_tokens", 1000))
@@ -62,6 +63,10 @@ class GoodEngine:
         if request.current_tokens >= self.min_tokens:
             return CompressDecision(compress=True)
         return CompressDecision(compress=False, reason="below_threshold")
+
+    @hookimpl
+    def compress(self, request):
+        return CompressResult(messages=request.messages, outcome="noop")
 '''
 
 

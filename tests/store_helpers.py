@@ -1,10 +1,7 @@
-"""Shared helpers for the store tests, and a worker script for the multi-process tests.
+"""Shared helpers for the store tests (SQLite index checks, transcripts folder).
 
-Run as a script (``python tests/store_helpers.py compress DB SESSION GO_FILE HOLD MODE``) it
-is one real process competing for a session's compression lease: it prints ``ready``, waits
-for ``GO_FILE`` to appear (so every competitor tries at the same moment), tries to acquire
-the lease, holds it ``HOLD`` seconds as a compression would, publishes, and prints one JSON
-line describing what happened.
+The windows and the multi-process compress worker live in the store contract kit
+(:mod:`hermes_host.testing.store_suite._kit`), shared with every backend's tests.
 """
 
 from __future__ import annotations
@@ -22,7 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hermes_host.models import Message
+from hermes_host.testing.store_suite._kit import compressed_window, conversation
+
+__all__ = ["compressed_window", "conversation", "fts_integrity", "transcripts_dir"]
 
 TRANSCRIPTS_ENV = "HERMES_HOST_TRANSCRIPTS"
 
@@ -30,54 +29,6 @@ TRANSCRIPTS_ENV = "HERMES_HOST_TRANSCRIPTS"
 def transcripts_dir() -> Path:
     default = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "transcripts"
     return Path(os.environ.get(TRANSCRIPTS_ENV) or default)
-
-
-def conversation(turns: int, *, tag: str = "") -> list[Message]:
-    """A realistic window: system prompt, then user / assistant-with-tool-call / tool /
-    assistant turns, each with distinctive searchable words."""
-    messages: list[Message] = [{"role": "system", "content": f"You are a coding agent {tag}."}]
-    for i in range(turns):
-        call_id = f"call_{tag}_{i}"
-        messages += [
-            {"role": "user", "content": f"turn {i} {tag}: please fix the flaky parser test"},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": call_id,
-                        "type": "function",
-                        "function": {"name": "terminal", "arguments": '{"cmd": "pytest -x"}'},
-                    }
-                ],
-            },
-            {
-                "role": "tool",
-                "content": f"toolonlyoutput{i} 3 passed in 0.1s",
-                "tool_call_id": call_id,
-                "name": "terminal",
-            },
-            {"role": "assistant", "content": f"Fixed step {i} {tag}; the tests pass now."},
-        ]
-    return messages
-
-
-def compressed_window(tag: str, tail: int = 3) -> list[Message]:
-    """What a compressor would publish: system, one summary block, a short tail."""
-    window: list[Message] = [
-        {"role": "system", "content": f"You are a coding agent {tag}."},
-        {
-            "role": "user",
-            "content": f"[CONTEXT COMPACTION] summary {tag}: fixed the parser tests",
-            "_compressed_summary": True,
-        },
-    ]
-    for i in range(tail):
-        window += [
-            {"role": "assistant", "content": f"tail answer {i} {tag}"},
-            {"role": "user", "content": f"tail question {i} {tag}"},
-        ]
-    return window
 
 
 def fts_integrity(path: Path) -> None:

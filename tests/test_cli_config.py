@@ -203,3 +203,14 @@ def test_validate_unknown_engine_in_a_select_context_chain_names_the_key(
     code, _out, err = _validate("--config", str(config))
     assert code == 2
     assert err.startswith(f"{config}: context.hooks.select_context: unknown engine 'router'")
+
+
+def test_validate_options_of_an_unselected_broken_engine_say_why_unchecked_issue_12(
+    fake: FakeInstall, tmp_path: Path
+) -> None:
+    standard_install(fake)
+    config = write_config(tmp_path, GOOD + "  broken: {size: 2}\n")
+    code, _out, err = _validate("--config", str(config))
+    assert code == 2
+    assert "engines.broken (not selected): engine 'broken' (acme-broken 0.0.7) does not " \
+           "import, so its options cannot be checked: ImportError: " in err

@@ -106,8 +106,8 @@ def _store_config(tmp_path: Path, store: Path) -> Path:
 
 def test_doctor_reads_an_existing_store_without_changing_it(tmp_path: Path) -> None:
     from hermes_host.store import open_store
-    from hermes_host.store.schema import LATEST_VERSION
     from hermes_host.store.sqlite import DEFER_TRIGRAM_MIN
+    from hermes_host.store.sqlite.schema import LATEST_VERSION
 
     store_path = tmp_path / "state.db"
     with open_store(store_path) as store:
@@ -127,7 +127,7 @@ def test_doctor_reads_an_existing_store_without_changing_it(tmp_path: Path) -> N
 def test_doctor_says_an_older_store_will_be_migrated(tmp_path: Path) -> None:
     import sqlite3
 
-    from hermes_host.store.schema import MIGRATIONS, migrate
+    from hermes_host.store.sqlite.schema import MIGRATIONS, migrate
 
     store_path = tmp_path / "state.db"
     conn = sqlite3.connect(store_path, isolation_level=None)
@@ -152,7 +152,7 @@ def test_doctor_fails_on_a_store_it_cannot_use(tmp_path: Path, make: str, expect
     import sqlite3
 
     from hermes_host.store import open_store
-    from hermes_host.store.schema import LATEST_VERSION
+    from hermes_host.store.sqlite.schema import LATEST_VERSION
 
     store_path = tmp_path / "state.db"
     if make == "newer":
@@ -168,11 +168,18 @@ def test_doctor_fails_on_a_store_it_cannot_use(tmp_path: Path, make: str, expect
     assert code == 1 and status == "fail" and expected in detail, detail
 
 
-def test_doctor_refuses_a_store_url_it_cannot_open_without_echoing_it(tmp_path: Path) -> None:
+def test_doctor_refuses_a_store_url_it_cannot_open_without_echoing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hermes_host.store import registry
+
+    real = registry._entry_points  # as if hermes-store-postgres were not installed
+    monkeypatch.setattr(registry, "_entry_points",
+                        lambda: {k: v for k, v in real().items() if k != "postgresql"})
     config = write_config(tmp_path, "memory:\n  providers: []\nstore:\n  url: postgresql://app:pw-51@db/h\n")
     code, report = _doctor("--config", str(config))
     status, detail = _checks(report)["store"]
     assert code == 1 and status == "fail"
-    assert "store.url: unsupported store URL scheme 'postgresql'" in detail
+    assert "install hermes-store-postgres" in detail
     assert "pw-51" not in json.dumps(report)  # the URL may carry a password
     assert not (tmp_path / "postgresql:").exists()

@@ -47,7 +47,7 @@ def test_engines_list_json_imports_only_selected_plugins_r14_5(
         "distribution": "acme-good",
         "version": "2.0.1",
         "module": "acme_good:GoodEngine",
-        "hooks": ["should_compress"],
+        "hooks": ["should_compress", "compress"],
         "status": "loaded",
         "error": None,
         "selected": True,
@@ -109,7 +109,8 @@ def test_engines_list_with_nothing_visible_still_works_on_defaults(
     rows = json.loads(result.stdout)
     assert {"alpha", "loud", "broken", "notes"} <= {row["name"] for row in rows}
     # model providers are configuration, not hidden by the variable (docs/openai.md)
-    assert {row["status"] for row in rows if row["kind"] != "model_provider"} == {"disabled"}
+    assert {row["status"] for row in rows
+            if row["kind"] not in ("model_provider", "store")} == {"disabled"}
     assert not fake.imported("acme_good")
     table = CliRunner().invoke(cli, ["engines", "list"])
     assert table.exit_code == 0 and "disabled" in table.stdout
@@ -152,7 +153,10 @@ def test_engines_list_when_no_plugin_is_installed_at_all(
                         lambda **_: importlib.metadata.EntryPoints(()))
     result = CliRunner().invoke(cli, ["engines", "list"])
     assert result.exit_code == 0
-    assert result.stdout.strip() == "No engines or memory providers are installed."
+    assert result.stdout.startswith("No engines or memory providers are installed.")
+    assert "sqlite://" in result.stdout and "built in" in result.stdout  # SQLite is built in
     assert "engine 'compressor' is selected but not installed" in result.stderr
     as_json = CliRunner().invoke(cli, ["engines", "list", "--json"])
-    assert as_json.exit_code == 0 and json.loads(as_json.stdout) == []
+    assert as_json.exit_code == 0
+    assert [(r["kind"], r["name"], r["distribution"]) for r in json.loads(as_json.stdout)] == [
+        ("store", "sqlite", None)]

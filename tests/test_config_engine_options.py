@@ -64,7 +64,12 @@ def test_r0_3_a_block_that_is_not_a_mapping_names_the_engine_and_the_type() -> N
 
 def test_r0_3_unknown_key_names_the_key_and_every_allowed_key() -> None:
     err = _error({"sise": 4})
-    assert str(err) == "engines.demo.sise: unknown option; allowed: size, label, limits"
+    # issue 12: a close declared key is suggested
+    assert str(err) == (
+        "engines.demo.sise: unknown option; allowed: size, label, limits (did you mean 'size'?)"
+    )
+    no_match = "engines.demo.zzz: unknown option; allowed: size, label, limits"
+    assert str(_error({"zzz": 4})) == no_match
 
 
 def test_r0_3_every_problem_is_listed_with_its_dotted_key() -> None:
@@ -90,4 +95,6 @@ def test_r0_3_the_error_is_the_engines_class_without_a_pydantic_chain() -> None:
 def test_r0_3_an_engine_may_keep_its_own_wording_for_unknown_keys() -> None:
     assert UNKNOWN_OPTION == "unknown option; allowed: {allowed}"
     err = _error({"sise": 4}, unknown="unknown key; allowed keys: {allowed}")
-    assert str(err) == "engines.demo.sise: unknown key; allowed keys: size, label, limits"
+    assert str(err) == (
+        "engines.demo.sise: unknown key; allowed keys: size, label, limits (did you mean 'size'?)"
+    )

@@ -53,3 +53,15 @@ def test_demo_command_in_a_subprocess(tmp_path: Path) -> None:
     assert done.stdout.count("Context compaction complete") >= 3
     assert "lineage: " in done.stdout and "newest summary" in done.stdout
     assert "Traceback" not in done.stderr
+
+
+def test_every_file_the_tour_reads_or_greps_exists() -> None:
+    """README command one: the demo's tool calls really run, so a file it names must exist
+    (fence.py became a package and the tour read a missing file without failing)."""
+    from hermes_host.demo import PACKAGE_DIR, TOUR
+
+    named = [args["path"] for step in TOUR for tool, args in step.calls
+             if tool in ("read_file", "grep") and "path" in args]
+    assert named, "the tour names files"
+    missing = [p for p in named if not (PACKAGE_DIR / p).exists()]
+    assert missing == []

@@ -38,7 +38,9 @@ def test_r10_2_workers_are_daemon_threads_and_are_reused() -> None:
     assert runner.pool_state()["threads"] == 1
 
 
-def test_r0_4_leaked_workers_are_capped_and_further_calls_fail_fast() -> None:
+def test_r0_4_leaked_workers_are_capped_per_plugin_and_its_calls_fail_fast() -> None:
+    """Issue 13: the leak cap counts each plugin's stuck calls on their own — a hung plugin
+    is refused once it has ``max_leaked_workers`` stuck, and another plugin is not."""
     gate = Gate()
     hung = Hung(gate)
     runner = HookRunner(make_pm(hung=hung, d=Decider()), HooksSection(max_leaked_workers=2))
@@ -46,42 +48,48 @@ def test_r0_4_leaked_workers_are_capped_and_further_calls_fail_fast() -> None:
         for _ in range(2):
             stamp = runner.call("hung", "should_compress", should_request(), timeout=0.05)
             assert stamp.provenance is Provenance.TIMEOUT
-        assert runner.pool_state()["leaked"] == 2
-        refused = runner.call("d", "should_compress", should_request(), timeout=5)
+        state = runner.pool_state()
+        assert state["leaked"] == 2 and state["leaked_by_plugin"] == {"hung": 2}
+        refused = runner.call("hung", "should_compress", should_request(), timeout=5)
         assert refused.duration < 0.5  # fails fast: no thread, no 5 s wait
         assert refused.provenance is Provenance.ERROR and refused.error_type == "PoolExhausted"
-        assert "max_leaked_workers = 2" in refused.error and "'d'" in refused.error
-        assert runner.pool_state()["threads"] == 2  # nothing new was spawned
-        assert hung.calls == 2
-        # refusals are the host's doing, not the plugin's: its breaker stays closed
-        assert runner.breaker_state().get("d", {"state": "closed"})["state"] == "closed"
+        assert "max_leaked_workers = 2" in refused.error and "'hung'" in refused.error
+        assert hung.calls == 2  # nothing new was started for it
+        # another plugin is not affected by the hung one's stuck workers
+        for _ in range(5):
+            assert runner.call("d", "should_compress", should_request(), timeout=5).adopted
     finally:
         gate.release()
     assert wait_until(lambda: runner.pool_state()["leaked"] == 0)
-    assert runner.call("d", "should_compress", should_request()).adopted
+    assert runner.call("hung", "should_compress", should_request()).adopted
 
 
-def test_r0_4_trial_call_refused_by_the_pool_does_not_wedge_the_breaker() -> None:
-    from fence_helpers import FakeClock, Flaky
+def test_r0_4_no_breaker_trial_while_the_plugins_previous_call_is_stuck() -> None:
+    """Issue 13: after the cooldown the trial call waits until the plugin's stuck call has
+    returned — it would only leak one more thread — and then runs."""
+    from fence_helpers import FakeClock
 
     from hermes_host.config import BreakerSection
 
-    gate, clock, flaky = Gate(), FakeClock(), Flaky()
-    hooks = HooksSection(
-        max_leaked_workers=1, breaker=BreakerSection(failures=1, cooldown_seconds=10)
-    )
-    runner = HookRunner(make_pm(hung=Hung(gate), flaky=flaky), hooks, clock=clock)
+    gate, clock = Gate(), FakeClock()
+    hung = Hung(gate)
+    hooks = HooksSection(breaker=BreakerSection(failures=1, cooldown_seconds=10))
+    runner = HookRunner(make_pm(hung=hung, d=Decider()), hooks, clock=clock)
     try:
-        assert runner.call("flaky", "should_compress", should_request()).failed
+        first = runner.call("hung", "should_compress", should_request(), timeout=0.05)
+        assert first.provenance is Provenance.TIMEOUT
         clock.advance(11)
-        runner.call("hung", "should_compress", should_request(), timeout=0.05)
-        refused = runner.call("flaky", "should_compress", should_request())
-        assert refused.error_type == "PoolExhausted"
+        skipped = runner.call("hung", "should_compress", should_request(), timeout=0.05)
+        assert skipped.provenance is Provenance.BREAKER_OPEN
+        assert "still running" in skipped.error
+        assert hung.calls == 1
+        assert runner.call("d", "should_compress", should_request()).adopted
     finally:
         gate.release()
     assert wait_until(lambda: runner.pool_state()["leaked"] == 0)
-    flaky.failing = False
-    assert runner.call("flaky", "should_compress", should_request()).adopted
+    trial = runner.call("hung", "should_compress", should_request())
+    assert trial.adopted and hung.calls == 2
+    assert runner.breaker_state()["hung"]["state"] == "closed"
 
 
 def test_r0_4_process_with_a_hung_plugin_exits_promptly(tmp_path: Path) -> None:
@@ -221,9 +229,9 @@ def test_r0_4_a_forked_child_gets_fresh_workers() -> None:
 def test_r10_2_idle_workers_exit_so_a_dropped_runner_frees_its_threads(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from hermes_host import fence
+    from hermes_host.fence import workers
 
-    monkeypatch.setattr(fence, "_IDLE_SECONDS", 0.05)
+    monkeypatch.setattr(workers, "IDLE_SECONDS", 0.05)
     decider = Decider()
     runner = HookRunner(make_pm(d=decider))
     assert runner.call("d", "should_compress", should_request()).adopted

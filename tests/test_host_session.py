@@ -441,7 +441,10 @@ def test_status_reports_tokens_context_use_and_guards_R_12_1(tmp_path: Path) -> 
         assert status["window_tokens"] == session.window_tokens > 0
         assert status["context_length"] == 4000
         assert status["context_used"] == round(session.window_tokens / 4000, 4)
-        assert status["threshold_tokens"] == 2000
+        # the engine decides (current_tokens > 100) without naming a threshold: status no
+        # longer reports the host's 2,000 it does not use (issue 12)
+        assert status["threshold_tokens"] is None
+        assert status["threshold"] == {"tokens": None, "decided_by": "engine:tail"}
         assert str(status["blocked"]).startswith("cooldown:")
         assert status["engines"]["compress"] == ["tail"]
         json.dumps(status)  # JSON-ready

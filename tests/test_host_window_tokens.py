@@ -29,7 +29,7 @@ def test_incremental_window_tokens_equal_a_full_recount(tmp_path: Path) -> None:
 def test_each_added_message_is_tokenized_once_and_stored_with_its_count(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import hermes_host.store.sqlite as sqlite_mod
+    import hermes_host.store.rules as sqlite_mod
     import hermes_host.tokens as tokens_mod
 
     calls: list[int] = []

@@ -85,7 +85,7 @@ def test_only_selected_plugins_are_imported_and_registered_r0_2(fake: FakeInstal
     status = {i.name: i.status for i in loaded.infos}
     assert status["alpha"] == "loaded" and status["loud"] == "not loaded"
     alpha = next(i for i in loaded.infos if i.name == "alpha")
-    assert alpha.hooks == ["should_compress"]
+    assert alpha.hooks == ["should_compress", "compress"]
     assert loaded.failures == []
 
 
@@ -306,7 +306,7 @@ def test_trace_switch_prints_what_was_loaded(
     monkeypatch.setenv("HERMES_HOST_TRACE_PLUGINS", "1")
     load_plugins(cfg)
     err = capsys.readouterr().err
-    assert "loaded engine 'alpha' (acme-good 2.0.1) hooks=['should_compress']" in err
+    assert "loaded engine 'alpha' (acme-good 2.0.1) hooks=['should_compress', 'compress']" in err
     assert "memory provider 'brittle' (acme-broken 0.0.7) failed: ImportError" in err
 
 

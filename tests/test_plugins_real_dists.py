@@ -118,7 +118,7 @@ def test_engines_list_json_imports_only_the_selected_engine(run: Run, tmp_path: 
     rows = {(r["kind"], r["name"]): r for r in json.loads(result.stdout)}
     good = rows[("engine", "good_engine")]
     assert (good["distribution"], good["version"]) == ("hermes-test-good-engine", "0.3.1")
-    assert good["hooks"] == ["should_compress"] and good["status"] == "loaded"
+    assert good["hooks"] == ["should_compress", "compress"] and good["status"] == "loaded"
     assert rows[("memory_provider", "good_notes")]["hooks"] == ["on_pre_compress"]
     broken = rows[("engine", "broken_engine")]
     assert broken["status"] == "not loaded" and broken["hooks"] is None  # never imported

@@ -102,3 +102,56 @@ def test_cli_plugin_new_json(tmp_path: Path) -> None:
     assert data["class"] == "CounterEngine"
     assert sorted(data["files"])[0] == "README.md" and "pyproject.toml" in data["files"]
     assert Path(data["root"]) == tmp_path / "hermes-counter"
+
+
+@pytest.mark.parametrize(
+    ("raw", "dist"),
+    [
+        ("compressor", "hermes-compressor"),
+        ("hermes-compressor", "hermes-compressor"),
+        ("retrieval", "hermes-retrieval"),
+        ("topic-router", "hermes-topic-router"),
+        ("topic_router", "hermes-topic-router"),
+        ("host", "hermes-host"),
+    ],
+)
+def test_a_scaffold_named_like_a_real_distribution_is_refused_issue_12(
+    tmp_path: Path, raw: str, dist: str
+) -> None:
+    """issue 12: ``plugin new compressor`` scaffolded ``hermes-compressor``, which replaced
+    the real default engine on install."""
+    with pytest.raises(ScaffoldError, match=f"{dist} is already a distribution") as info:
+        render(raw, tmp_path)
+    assert "choose another name" in str(info.value)
+    assert not any(tmp_path.iterdir())  # nothing written
+    result = CliRunner().invoke(cli, ["plugin", "new", raw, "--dir", str(tmp_path)])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"{dist} is already a distribution" in result.output
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_scaffold_colliding_with_any_installed_distribution_or_engine_is_refused_issue_12(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    info = site / "hermes_acme_probe-1.2.3.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hermes-acme-probe\n"
+                                   "Version: 1.2.3\n", encoding="utf-8")
+    other = site / "acme_tools-0.1.dist-info"
+    other.mkdir()
+    (other / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-tools\nVersion: 0.1\n",
+                                    encoding="utf-8")
+    (other / "entry_points.txt").write_text(
+        "[hermes_host.context_engines]\nsquash = acme_tools:Squash\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(ScaffoldError, match=r"hermes-acme-probe is already a distribution "
+                                            r"\(installed: hermes-acme-probe 1\.2\.3\)"):
+        render("acme-probe", out)
+    with pytest.raises(ScaffoldError, match=r"an installed engine is already called 'squash' "
+                                            r"\(acme-tools 0\.1\)"):
+        render("squash", out)
+    assert not any(out.iterdir())
+    assert render("acme-probe-2", out)[1].is_dir()  # a free name still works

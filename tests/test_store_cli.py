@@ -275,11 +275,17 @@ def test_unusable_store_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None
 def test_a_configured_store_url_of_another_scheme_is_refused_not_made_a_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from hermes_host.store import registry
+
+    real = registry._entry_points  # as if hermes-store-postgres were not installed
+    monkeypatch.setattr(registry, "_entry_points",
+                        lambda: {k: v for k, v in real().items() if k != "postgresql"})
     monkeypatch.chdir(tmp_path)
     config = tmp_path / "config.yaml"
     config.write_text("store:\n  url: postgresql://app:pw-77@db/h\n")
     result = run("sessions", "list", "--config", str(config))
     assert result.exit_code == 2, result.output
-    assert "store.url: unsupported store URL scheme 'postgresql'" in result.output
+    assert "store.url: store URL scheme postgresql:// needs the hermes-store-postgres" in (
+        result.output)
     assert "pw-77" not in result.output and "Traceback" not in result.output
     assert list(tmp_path.iterdir()) == [config]  # no 'postgresql:' folder, no state.db

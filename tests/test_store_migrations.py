@@ -18,7 +18,7 @@ from store_helpers import conversation
 
 from hermes_host.store import SchemaTooNewError, StoreError, open_store
 from hermes_host.store import schema as schema_mod
-from hermes_host.store.schema import LATEST_VERSION, MIGRATIONS, Migration, split_statements
+from hermes_host.store.sqlite.schema import LATEST_VERSION, MIGRATIONS, Migration, split_statements
 
 EXPECTED_OBJECTS = {
     ("table", "sessions"),
@@ -233,7 +233,7 @@ def test_store_in_read_only_directory_is_a_clear_store_error(tmp_path: Path) -> 
 def test_unopenable_paths_are_clear_store_errors(tmp_path: Path) -> None:
     a_file = tmp_path / "plain.txt"
     a_file.write_text("not a directory")
-    with pytest.raises(StoreError, match="cannot open"):
+    with pytest.raises(StoreError, match=r"plain\.txt is a file, not a directory"):  # issue 12
         open_store(a_file / "state.db")
     garbage = tmp_path / "garbage.db"
     garbage.write_bytes(b"this is certainly not sqlite" * 100)

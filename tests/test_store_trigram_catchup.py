@@ -23,9 +23,9 @@ import pytest
 from store_helpers import conversation, fts_integrity
 
 from hermes_host.store import open_store
-from hermes_host.store import sqlite as sqlite_mod
-from hermes_host.store.schema import MIGRATIONS, migrate
 from hermes_host.store.sqlite import CATCH_UP_PER_WRITE, DEFER_TRIGRAM_MIN, SQLiteStore
+from hermes_host.store.sqlite import messages as sqlite_mod
+from hermes_host.store.sqlite.schema import MIGRATIONS, migrate
 
 WORDS = ("parser", "lexer", "Überprüfung", "naïve", "日本語のテキスト", "flaky", "build")
 

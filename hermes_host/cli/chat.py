@@ -60,8 +60,9 @@ class RichChatUI:
 @click.command("chat")
 @config_option
 @click.option(
-    "--store", "store_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
-    help="state.db to use (default: the configured store, $HERMES_HOST_HOME/state.db).",
+    "--store", "store_path", metavar="PATH|URL", default=None,
+    help="Store to use: a state.db path or a store URL (default: the configured store, "
+    "$HERMES_HOST_HOME/state.db).",
 )
 @click.option("--resume", "resume_by", default=None, metavar="ID|TITLE",
               help="Continue a stored session (a title finds the newest of its lineage).")
@@ -74,7 +75,7 @@ class RichChatUI:
               help="On resume, stay in the current directory instead of the recorded one.")
 def chat(
     config_path: Path | None,
-    store_path: Path | None,
+    store_path: str | None,
     resume_by: str | None,
     continue_last: bool,
     title: str | None,

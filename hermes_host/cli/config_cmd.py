@@ -20,7 +20,7 @@ import yaml
 from rich.console import Console
 
 from hermes_host.config import ConfigError, HermesConfig, find_config_path, load_config
-from hermes_host.plugins import LoadedPlugins, PluginError, load_plugins
+from hermes_host.config_check import check_config
 
 __all__ = [
     "config",
@@ -82,7 +82,9 @@ _URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^/:@\s]+:)[^@/\s]+(?P
 def redact_urls(value: Any) -> Any:
     """``scheme://user:password@host`` → ``scheme://user:***@host`` anywhere in ``value``."""
     if isinstance(value, str):
-        return _URL_PASSWORD.sub(r"\g<head>***\g<tail>", value)
+        from hermes_host.store.registry import redact_url
+
+        return redact_url(_URL_PASSWORD.sub(r"\g<head>***\g<tail>", value))
     if isinstance(value, dict):
         return {k: redact_urls(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -109,24 +111,15 @@ def config() -> None:
 def validate(config_path: Path | None, as_json: bool) -> None:
     """Check the config file and that every selected engine loads; exit 0 or 2 (R-0.3).
 
-    A missing or failing memory provider is a warning (the host runs without it).
+    Every problem is reported in one pass: keys and types (with did-you-mean), selected
+    engines not installed, ``engines:`` blocks naming no installed engine, options an
+    unselected engine rejects, and a compress chain that cannot compress.  A missing or
+    failing memory provider is a warning (the host runs without it).
     """
-    path = find_config_path(config_path)
+    report = check_config(config_path)
+    path, cfg, loaded = report.path, report.config, report.loaded
     source = source_label(path)
-    errors: list[str] = []
-    warnings: list[str] = []
-    loaded: LoadedPlugins | None = None
-    try:
-        cfg = load_config(config_path)
-    except ConfigError as exc:
-        errors.append(str(exc))
-    else:
-        try:
-            loaded = load_plugins(cfg)
-        except PluginError as exc:
-            errors.append(f"{source}: {exc}")
-        else:
-            warnings.extend(f"{source}: {info.error}" for info in loaded.failures)
+    errors, warnings = report.errors, report.warnings
     if as_json:
         click.echo(
             json.dumps(
@@ -146,7 +139,7 @@ def validate(config_path: Path | None, as_json: bool) -> None:
         warn(message)
     if errors:
         fail("\n".join(errors))
-    assert loaded is not None  # no errors means the plugins loaded
+    assert loaded is not None and cfg is not None  # no errors means the plugins loaded
     click.echo(f"✓ {source}: valid ({describe_selection(cfg)})")
     providers = ", ".join(sorted(loaded.providers)) or "none"
     click.echo(f"  engines loaded: {', '.join(sorted(loaded.engines))}; memory providers: "

@@ -26,8 +26,9 @@ from hermes_host.llm import effective_provider, summarizer_from_settings
 from hermes_host.llm.base import SummaryError
 from hermes_host.llm.providers import load_provider, provider_infos
 from hermes_host.plugins import PluginError, discover, inspect_plugins, load_plugins
-from hermes_host.store import StoreError
-from hermes_host.store.schema import LATEST_VERSION, inspect_store
+from hermes_host.store import StoreError, open_store
+from hermes_host.store.registry import installed_stores, redact_url, url_scheme
+from hermes_host.store.sqlite.schema import LATEST_VERSION, inspect_store
 from hermes_host.tokens import encoding_info
 
 from .config_cmd import config_option, describe_selection, source_label
@@ -65,6 +66,30 @@ def _store_contents(store: Path) -> Check:
         detail += (f"; {info['index_pending']:,} messages not in the substring index yet "
                    "(searchable meanwhile; the next turns catch up)")
     return Check("store contents", "ok", detail)
+
+
+def _stores_installed() -> Check:
+    """Every store backend this environment can open (the ``hermes_host.stores`` group)."""
+    backends = installed_stores()
+    return Check("stores installed", "ok", ", ".join(
+        f"{b.scheme}:// ({b.distribution or 'built in'}"
+        f"{' ' + b.version if b.version else ''})" for b in backends))
+
+
+def _server_store(location: str, lease_ttl: float) -> Check:
+    """Open a server store (PostgreSQL …) once: connection, schema and permissions."""
+    shown = redact_url(location)
+    try:
+        store = open_store(location, lease_ttl=lease_ttl)
+    except StoreError as exc:
+        return Check("store", "fail", f"{shown}: {exc}")
+    try:
+        sessions = len(store.list_sessions(limit=1_000_000, include_archived=True))
+    except StoreError as exc:
+        return Check("store", "fail", f"{shown}: {exc}")
+    finally:
+        store.close()
+    return Check("store", "ok", f"{shown} (reachable; {sessions} sessions)")
 
 
 def _writable_dir(path: Path) -> tuple[bool, str]:
@@ -167,16 +192,21 @@ def run_checks(config_path: Path | None) -> list[Check]:
             for name in sorted(loaded.providers):
                 checks.append(Check(f"memory provider {name}", "ok", "loaded"))
 
+        checks.append(_stores_installed())
+        location = cfg.store_url()
+        if url_scheme(location) not in (None, "sqlite"):
+            checks.append(_server_store(location, cfg.store.lease_ttl_seconds))
         try:
-            store = cfg.store_path()
+            store = cfg.store_path() if url_scheme(location) in (None, "sqlite") else None
         except StoreError as exc:
             checks.append(Check("store", "fail", f"store.url: {exc}"))
         else:
-            ok, why = _writable_dir(store)
-            state = "exists" if store.exists() else "will be created"
-            checks.append(Check("store", "ok" if ok else "fail", f"{store} ({state}); {why}"))
-            if store.is_file() and store.stat().st_size:
-                checks.append(_store_contents(store))
+            if store is not None:
+                ok, why = _writable_dir(store)
+                state = "exists" if store.exists() else "will be created"
+                checks.append(Check("store", "ok" if ok else "fail", f"{store} ({state}); {why}"))
+                if store.is_file() and store.stat().st_size:
+                    checks.append(_store_contents(store))
         checks.extend(_model_checks(cfg))
 
     model = cfg.model.name if cfg is not None else None

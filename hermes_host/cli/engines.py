@@ -54,6 +54,28 @@ def _model_rows(cfg: HermesConfig | None) -> list[dict[str, Any]]:
     return rows
 
 
+def _store_rows(cfg: HermesConfig | None) -> list[dict[str, Any]]:
+    """Installed store backends, one per URL scheme (metadata only: nothing is imported)."""
+    from hermes_host.store.registry import installed_stores, url_scheme
+
+    chosen = (url_scheme(cfg.store_url()) or "sqlite") if cfg is not None else "sqlite"
+    return [
+        {"name": backend.scheme, "kind": "store", "distribution": backend.distribution,
+         "version": backend.version, "hooks": None, "status": "not loaded", "error": None,
+         "selected": backend.scheme == chosen, "target": backend.target,
+         "url": f"{backend.scheme}://…"}
+        for backend in installed_stores()
+    ]
+
+
+def _print_stores(rows: list[dict[str, Any]]) -> None:
+    table = Table("", "store", "distribution", "version", "class")
+    for row in rows:
+        table.add_row("*" if row["selected"] else "", row["url"],
+                      row["distribution"] or "built in", row["version"] or "-", row["target"])
+    make_console().print(table)
+
+
 def _print_models(rows: list[dict[str, Any]]) -> None:
     if not rows:
         return
@@ -67,7 +89,7 @@ def _print_models(rows: list[dict[str, Any]]) -> None:
 
 @click.group("engines")
 def engines() -> None:
-    """Installed context engines, memory providers and model providers."""
+    """Installed context engines, memory providers, model providers and stores."""
 
 
 @engines.command("list")
@@ -77,8 +99,9 @@ def engines() -> None:
     "--verbose", "-v", is_flag=True, help="Import every plugin to list hooks and import errors."
 )
 def list_engines(config_path: Path | None, as_json: bool, verbose: bool) -> None:
-    """List engines, memory providers and model providers: name, kind, distribution,
-    version, hooks, status (model providers: what the config uses them for)."""
+    """List engines, memory providers, model providers and store backends: name, kind,
+    distribution, version, hooks, status (model providers: what the config uses them for;
+    stores: the URL scheme each opens)."""
     cfg: HermesConfig | None
     try:
         cfg = load_config(config_path)
@@ -96,11 +119,13 @@ def list_engines(config_path: Path | None, as_json: bool, verbose: bool) -> None
         models = _model_rows(cfg)
     except SummaryError as exc:  # two distributions expose one model provider name
         fail(str(exc))
+    stores = _store_rows(cfg)
     if as_json:
-        click.echo(json.dumps(rows + models, indent=2))
+        click.echo(json.dumps(rows + models + stores, indent=2))
         return
     _print_table(infos, rows)
     _print_models(models)
+    _print_stores(stores)
     if cfg is not None:
         _warn_missing(cfg, infos, find_config_path(config_path))
 

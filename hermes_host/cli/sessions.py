@@ -1,8 +1,9 @@
 """``hermes-host sessions``: list, show, search, lineage, export and import stored sessions.
 
-Every command takes ``--store PATH`` (default: the configured store, ``store.url`` or
-``$HERMES_HOST_HOME/state.db``), ``--config PATH`` and ``--json``.  Humans get rich tables;
-scripts get JSON.  A store problem or bad input is a one-line error and exit code 2 (1 for
+Every command takes ``--store PATH|URL`` (default: the configured store, ``store.url`` or
+``$HERMES_HOST_HOME/state.db``; a URL of any installed backend, e.g.
+``postgresql://…``), ``--config PATH`` and ``--json``.  Humans get rich tables; scripts get
+JSON.  A store problem or bad input is a one-line error and exit code 2 (1 for
 "no such session"), never a traceback.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -28,8 +30,10 @@ from hermes_host.store import (
     StateStore,
     StoreError,
     open_store,
+    store_file,
 )
-from hermes_host.store.sqlite import SQLiteStore
+from hermes_host.store.registry import load_store_class, redact_url, url_scheme
+from hermes_host.store.sqlite import check_location
 from hermes_host.transcripts import (
     TranscriptError,
     check_transcript,
@@ -55,9 +59,10 @@ def _common(fn: F) -> F:
     return click.option(
         "--store",
         "store_path",
-        type=click.Path(dir_okay=False, path_type=Path),
+        metavar="PATH|URL",
         default=None,
-        help="state.db to use (default: the configured store, $HERMES_HOST_HOME/state.db).",
+        help="Store to use: a state.db path or a store URL (default: the configured store, "
+        "$HERMES_HOST_HOME/state.db).",
     )(fn)
 
 
@@ -66,31 +71,57 @@ def fail(exc: Exception | str) -> NoReturn:
     _fail(f"error: {exc}", code)
 
 
-def _resolve_path(store_path: Path | None, config_path: Path | None) -> tuple[Path, float]:
+def _resolve_path(store_path: str | None, config_path: Path | None) -> tuple[str, float]:
+    """The store location (a path or URL) and the lease TTL to open it with."""
     config, _ = load_config_or_fail(config_path)
+    location = store_path if store_path is not None else config.store_url()
     try:
-        path = store_path if store_path is not None else config.store_path()
+        load_store_class(location)  # an unknown or missing backend fails before anything
     except StoreError as exc:
-        fail(f"store.url: {exc}")
-    return path, config.store.lease_ttl_seconds
+        fail(f"store.url: {exc}" if store_path is None else exc)
+    return location, config.store.lease_ttl_seconds
+
+
+def _local_file(location: str) -> Path | None:
+    """The SQLite file ``location`` names (``None`` for a server store's URL)."""
+    if url_scheme(location) not in (None, "sqlite"):
+        return None
+    return store_file(location)
+
+
+def _missing_file(location: str) -> Path | None:
+    """The SQLite file ``location`` names when it does not exist yet (a server store always
+    "exists": opening it tells)."""
+    path = _local_file(location)
+    return None if path is None or path.exists() else path
 
 
 @contextmanager
 def _opened(
-    store_path: Path | None,
+    store_path: str | None,
     config_path: Path | None,
     *,
     create: bool,
-    resolved: tuple[Path, float] | None = None,
+    resolved: tuple[str, float] | None = None,
 ) -> Iterator[StateStore]:
     """The store, open for the ``with`` block: reading commands refuse to create one where
     none exists, a :class:`StoreError` becomes a one-line error, and it is always closed."""
     path, ttl = resolved or _resolve_path(store_path, config_path)
-    if not create and not path.exists():
-        fail(f"{path}: no store here yet (it is created by the first session); "
+    local = _local_file(path)
+    if local is not None:
+        try:
+            check_location(local)
+        except StoreError as exc:
+            fail(exc)
+    missing = _missing_file(path)
+    if not create and missing is not None:
+        fail(f"{missing}: no store here yet (it is created by the first session); "
              "pass --store PATH to use another one")
+    # A store this user cannot write (a 0444 file, a read-only directory) is still browsed:
+    # reading commands open it read-only instead of failing (issue 12).
+    read_only = not create and local is not None and not _writable(local)
     try:
-        store = open_store(path, lease_ttl=ttl)
+        store = open_store(path, lease_ttl=ttl, read_only=read_only)
     except StoreError as exc:
         fail(exc)
     try:
@@ -99,6 +130,11 @@ def _opened(
         fail(exc)
     finally:
         store.close()
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write the store file and create its -wal/-shm files."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
 
 
 def _when(ts: float | None) -> str:
@@ -159,7 +195,7 @@ def sessions() -> None:
 @click.option("--source", default=None, help="Only sessions from this source (cli, telegram…).")
 @click.option("--user", "user_id", default=None, help="Only this user's sessions.")
 def list_cmd(
-    store_path: Path | None,
+    store_path: str | None,
     config_path: Path | None,
     as_json: bool,
     limit: int,
@@ -171,11 +207,18 @@ def list_cmd(
     session (the one holding the live window), with how many times it was rotated.
     ``sessions lineage`` lists the sessions of one."""
     path, ttl = _resolve_path(store_path, config_path)
-    if not path.exists():
+    local = _local_file(path)
+    if local is not None:
+        try:
+            check_location(local)
+        except StoreError as exc:
+            fail(exc)
+    missing = _missing_file(path)
+    if missing is not None:
         if as_json:
             click.echo("[]")
         else:
-            click.echo(f"No sessions yet ({path} does not exist).")
+            click.echo(f"No sessions yet ({missing} does not exist).")
         return
     with _opened(store_path, config_path, create=False, resolved=(path, ttl)) as store:
         found = store.list_conversations(
@@ -188,7 +231,7 @@ def list_cmd(
         click.echo("No sessions.")
         return
     table = Table("id", "title", "source", "model", "messages", "rotations", "tokens in/out",
-                  "last activity", "status", title=f"Conversations in {path}")
+                  "last activity", "status", title=f"Conversations in {redact_url(path)}")
     for c in found:
         s = c.tip
         table.add_row(
@@ -204,7 +247,7 @@ def list_cmd(
 @_common
 @click.argument("session")
 def show_cmd(
-    store_path: Path | None, config_path: Path | None, as_json: bool, session: str
+    store_path: str | None, config_path: Path | None, as_json: bool, session: str
 ) -> None:
     """One session (by id, title or ``last``): its fields and a compact recap."""
     with _opened(store_path, config_path, create=False) as store:
@@ -247,7 +290,7 @@ def show_cmd(
 @click.option("--no-lineage", is_flag=True, help="…without its earlier (rotated) sessions.")
 @click.option("--limit", default=10, show_default=True, type=click.IntRange(min=1, max=500))
 def search_cmd(
-    store_path: Path | None,
+    store_path: str | None,
     config_path: Path | None,
     as_json: bool,
     query: str,
@@ -284,7 +327,7 @@ def search_cmd(
 @_common
 @click.argument("session")
 def lineage_cmd(
-    store_path: Path | None, config_path: Path | None, as_json: bool, session: str
+    store_path: str | None, config_path: Path | None, as_json: bool, session: str
 ) -> None:
     """The chain of sessions (root first) that compression rotations made of SESSION
     (an id, a title — whose newest session is used — or ``last``)."""
@@ -314,7 +357,7 @@ def lineage_cmd(
               help="The whole conversation: every session its rotations made, each stored "
               "message once, in the order written (with --active-only: its live window).")
 def export_cmd(
-    store_path: Path | None,
+    store_path: str | None,
     config_path: Path | None,
     as_json: bool,
     session: str,
@@ -388,7 +431,7 @@ def _read_jsonl(path: Path) -> tuple[list[Message], list[int]]:
 @click.option("--model", default=None)
 @click.option("--cwd", default=None, help="Working directory to record for resume.")
 def import_cmd(
-    store_path: Path | None,
+    store_path: str | None,
     config_path: Path | None,
     as_json: bool,
     file: Path,
@@ -412,8 +455,9 @@ def import_cmd(
         session = store.create_session(title=title, source=source, model=model, cwd=cwd,
                                        system_prompt=system_prompt)
         ids = store.append_messages(session.id, messages)
-        if isinstance(store, SQLiteStore):
-            store.index_pending()  # a bulk write leaves substring indexing for later: do it now
+        index_pending = getattr(store, "index_pending", None)
+        if callable(index_pending):
+            index_pending()  # a bulk write leaves substring indexing for later: do it now
     if as_json:
         click.echo(json.dumps({"session_id": session.id, "title": session.title,
                                "messages": len(ids), "store": store.location}))

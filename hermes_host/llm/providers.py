@@ -235,7 +235,7 @@ class OpenAIProvider:
         return OpenAISummarizer(settings.model_copy(update={"base_url": base_url}), api_key=key)
 
     def chat_model(self, settings: ModelSection, environ: Mapping[str, str]) -> ChatModel:
-        from hermes_host.chat_openai import OpenAIChatModel
+        from hermes_host.chat.openai_model import OpenAIChatModel
         from hermes_host.llm.base import MissingAPIKeyError
         from hermes_host.llm.openai_summarizer import BASE_URL_ENV, resolve_key
 

@@ -27,6 +27,7 @@ from hermes_host.store.base import (
     TitleConflictError,
     WindowMarker,
 )
+from hermes_host.store.registry import load_store_class, url_scheme
 
 __all__ = [  # noqa: RUF022 -- plainly sorted (test_public_names_are_sorted_and_importable)
     "Conversation",
@@ -56,29 +57,41 @@ __all__ = [  # noqa: RUF022 -- plainly sorted (test_public_names_are_sorted_and_
 def store_file(path_or_url: str | os.PathLike[str]) -> Path:
     """The SQLite file a store path or ``sqlite:///path`` URL names (``~`` expanded).
 
-    Raises :class:`StoreError` for any other URL scheme, naming what is supported: the one
-    place a store location is parsed (``config.yaml``'s ``store.url`` goes through it too)."""
+    Raises :class:`StoreError` for a URL of any other scheme (a server store has no file),
+    naming the installed schemes and never repeating the URL (it may carry a password)."""
     text = os.fspath(path_or_url)
-    if text.startswith("sqlite:///"):
-        text = text[len("sqlite:///") :]
-    elif "://" in text:
-        scheme = text.split("://", 1)[0]
-        raise StoreError(  # the URL itself is not repeated: it may carry a password
-            f"unsupported store URL scheme {scheme!r}; supported: a file path or "
-            "sqlite:///path (PostgreSQL ships separately as hermes-store-postgres)"
-        )
-    return Path(text).expanduser()
+    scheme = url_scheme(text)
+    if scheme not in (None, "sqlite"):
+        load_store_class(text)  # raises for an unknown or missing backend, with advice
+        raise StoreError(f"a {scheme}:// store has no file (this command needs an SQLite store)")
+    from hermes_host.store.sqlite import sqlite_file
+
+    return sqlite_file(text)
 
 
 def open_store(
-    path_or_url: str | os.PathLike[str], *, lease_ttl: float = DEFAULT_LEASE_TTL
+    path_or_url: str | os.PathLike[str],
+    *,
+    lease_ttl: float = DEFAULT_LEASE_TTL,
+    read_only: bool = False,
 ) -> StateStore:
     """Open (creating and migrating if needed) the store at ``path_or_url``.
 
-    Accepts a file path or a ``sqlite:///path`` URL (``HermesConfig.store_path()`` gives the
-    configured one).  Other URL schemes are refused with a message naming what is supported.
-    """
-    path = store_file(path_or_url)
-    from hermes_host.store.sqlite import SQLiteStore
+    A plain file path or ``sqlite:///path`` is the built-in SQLite store; any other
+    ``scheme://`` URL resolves through the ``hermes_host.stores`` entry points
+    (:mod:`hermes_host.store.registry`), e.g. ``postgresql://`` from hermes-store-postgres.
+    An unknown scheme, or one whose distribution is missing, is refused with a message
+    naming what to install or what is installed.
 
-    return SQLiteStore(path, lease_ttl=lease_ttl)
+    ``read_only`` opens an existing SQLite store for reading only (SQLite ``mode=ro``):
+    nothing is created, migrated or chmod-ed, and any write raises :class:`StoreError`.
+    A server store ignores it (its role's grants decide what it may write).
+    """
+    text = os.fspath(path_or_url)
+    store_class = load_store_class(text)
+    if read_only and url_scheme(text) in (None, "sqlite"):
+        from hermes_host.store.sqlite import SQLiteStore, sqlite_file
+
+        return SQLiteStore(sqlite_file(text), lease_ttl=lease_ttl, read_only=True)
+    store: StateStore = store_class.from_url(text, lease_ttl=lease_ttl)
+    return store

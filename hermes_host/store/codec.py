@@ -71,6 +71,10 @@ ROW_COLUMNS = (
 
 
 def _utf8_ok(text: str) -> bool:
+    """Storable as a text column by every backend: valid UTF-8 and no NUL (PostgreSQL's
+    ``text`` cannot hold one).  Other strings travel JSON-escaped in ``extra``."""
+    if "\x00" in text:
+        return False
     if text.isascii():
         return True
     try:
@@ -81,10 +85,11 @@ def _utf8_ok(text: str) -> bool:
 
 
 def safe_text(text: str) -> str:
-    """``text`` with anything SQLite cannot store as UTF-8 (lone surrogates) replaced."""
+    """``text`` with anything a store cannot keep in a text column (lone surrogates, NUL)
+    replaced: the searchable copy of a message whose original travels in ``extra``."""
     if _utf8_ok(text):
         return text
-    return text.encode("utf-8", "replace").decode("utf-8")
+    return text.encode("utf-8", "replace").decode("utf-8").replace("\x00", "\ufffd")
 
 
 def _dumps(value: Any) -> str | None:

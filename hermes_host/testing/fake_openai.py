@@ -14,7 +14,7 @@ Usage::
 Behaviours (a string, or a dict with ``kind`` plus options):
 
 =============  ==============================================================================
-``normal``     200, a chat completion with ``usage``; option ``text``
+``normal``     200, a chat completion with ``usage``; options ``text``, ``tool_calls``
 ``slow``       sleeps ``seconds`` (default 5) — past a short client timeout — then answers
 ``429``        rate_limit_exceeded, with ``retry-after``
 ``quota``      429 insufficient_quota (OpenAI's "you exceeded your current quota")
@@ -30,9 +30,17 @@ Behaviours (a string, or a dict with ``kind`` plus options):
 ``error``      any error: options ``status`` (500), ``type`` (server_error), ``message``
 =============  ==============================================================================
 
-When the script is exhausted every request gets ``normal``.  The default ``normal`` text is a
+A request with ``"stream": true`` gets its answer as server-sent events (one text delta,
+the finish reason, the usage chunk when ``stream_options.include_usage`` is set, ``[DONE]``),
+as agents that always stream (Hermes Agent) expect.  When the script is exhausted every
+request gets ``normal``.  The default ``normal`` text is a
 well-formed eleven-section summary (R-7.2) that quotes the request size, or whatever
 ``responder(body)`` returns when a responder is given.
+
+A reply can call tools, as agent frameworks need: ``tool_calls`` (in a scripted step, or in
+the dict a responder may return instead of a string, ``{"content": ..., "tool_calls": [...]}``)
+is a list of ``{"name": ..., "arguments": {...} or "json"}`` (``id`` optional); the reply then
+carries them in the Chat Completions shape with ``finish_reason: "tool_calls"``.
 
 ``python -m hermes_host.testing.fake_openai [--port N]`` serves it in the foreground for a
 ``hermes-host chat`` demo without a real model (docs/chat.md): chat turns are answered with an
@@ -45,7 +53,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -86,6 +94,18 @@ def _normalise(step: Behaviour) -> dict[str, Any]:
     return spec
 
 
+def _tool_call(call: Mapping[str, Any], n: int, i: int) -> dict[str, Any]:
+    arguments = call.get("arguments", {})
+    return {
+        "id": str(call.get("id") or f"call_fake{n:06d}_{i}"),
+        "type": "function",
+        "function": {
+            "name": str(call["name"]),
+            "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+        },
+    }
+
+
 def chat_responder(body: Any) -> str:
     """For demos: a summary for a summary request, else an echo of the last user message."""
     messages = body.get("messages") if isinstance(body, dict) else None
@@ -104,7 +124,7 @@ class FakeOpenAI:
     def __init__(
         self,
         *,
-        responder: Callable[[Any], str] | None = None,
+        responder: Callable[[Any], str | Mapping[str, Any]] | None = None,
         expected_api_key: str | None = None,
         model: str = "gpt-fake-1",
         port: int = 0,
@@ -201,9 +221,14 @@ class FakeOpenAI:
         return step
 
     def _completion(self, body: dict[str, Any], text: str, n: int,
-                    finish: str) -> dict[str, Any]:
+                    finish: str, tool_calls: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
         prompt = max(1, len(json.dumps(body.get("messages"))) // 4)
         completion = max(1, len(text) // 4)
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if tool_calls:
+            message["tool_calls"] = [_tool_call(call, n, i) for i, call in enumerate(tool_calls)]
+            message["content"] = text or None
+            finish = "tool_calls" if finish == "stop" else finish
         return {
             "id": f"chatcmpl-fake{n:06d}",
             "object": "chat.completion",
@@ -211,7 +236,7 @@ class FakeOpenAI:
             "model": body.get("model") or self._model,
             "choices": [{
                 "index": 0,
-                "message": {"role": "assistant", "content": text},
+                "message": message,
                 "finish_reason": finish,
             }],
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
@@ -219,19 +244,43 @@ class FakeOpenAI:
         }
 
 
+def _sse(completion: dict[str, Any], body: dict[str, Any]) -> bytes:
+    """A completion as the server-sent events of ``stream: true``: the role and text in one
+    delta, the finish reason, the usage chunk when ``stream_options.include_usage`` asks for
+    it, then ``[DONE]`` (the shape the SDK's ``Stream`` parses)."""
+    choice = completion["choices"][0]
+    base = {k: completion[k] for k in ("id", "created", "model")}
+    base["object"] = "chat.completion.chunk"
+    chunks: list[dict[str, Any]] = [
+        {**base, "choices": [{"index": 0, "finish_reason": None, "delta": {
+            "role": "assistant", "content": choice["message"]["content"]}}]},
+        {**base, "choices": [{"index": 0, "delta": {},
+                              "finish_reason": choice["finish_reason"]}]},
+    ]
+    options = body.get("stream_options")
+    if isinstance(options, dict) and options.get("include_usage"):
+        chunks.append({**base, "choices": [], "usage": completion["usage"]})
+    events = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks] + ["data: [DONE]\n\n"]
+    return "".join(events).encode()
+
+
 def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body go out as two writes: without TCP_NODELAY, Nagle's algorithm and
+        # the client's delayed ACK hold the body back ~40 ms per keep-alive request.
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:
             return  # keep test output clean
 
         def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+            headers = dict(headers or {})
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", headers.pop("Content-Type", "application/json"))
             self.send_header("Content-Length", str(len(payload)))
             self.send_header("x-request-id", "req_fake")
-            for key, value in (headers or {}).items():
+            for key, value in headers.items():
                 self.send_header(key, value)
             self.end_headers()
             self.wfile.write(payload)
@@ -287,12 +336,20 @@ def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 while time.monotonic() < deadline and not fake._stopping.is_set():
                     time.sleep(0.02)
             text = "" if kind == "empty" else step.get("text")
-            if text is None:
-                text = fake._responder(body)
+            calls = step.get("tool_calls") or ()
+            if text is None and not calls:
+                answer = fake._responder(body)
+                if isinstance(answer, Mapping):
+                    text, calls = answer.get("content") or "", answer.get("tool_calls") or ()
+                else:
+                    text = answer
             finish = "length" if kind == "length" else "stop"
-            payload = fake._completion(body, str(text), int(step["_n"]), finish)
+            payload = fake._completion(body, str(text or ""), int(step["_n"]), finish, calls)
             try:
-                self._send(200, json.dumps(payload).encode())
+                if body.get("stream"):
+                    self._send(200, _sse(payload, body), {"Content-Type": "text/event-stream"})
+                else:
+                    self._send(200, json.dumps(payload).encode())
             except OSError:
                 return  # the client gave up (timeout) while we were slow
 

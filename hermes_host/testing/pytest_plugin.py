@@ -16,11 +16,26 @@ test asks for its fixtures.  It adds:
   ``hermes_hook`` (parametrised: every session × every lifecycle hook).
 
 Subclass :class:`hermes_host.testing.EngineConformance` to get the suite in your own tests.
+
+For store backends (issue 16) it adds the store contract suite's fixtures:
+
+* ``--hermes-store SPEC`` (repeatable) — the backends ``store_factory`` is parametrised
+  over: ``sqlite``, an installed scheme whose distribution provides a
+  ``hermes_<scheme>_url_factory`` fixture (``postgresql`` does), or a URL template in which
+  ``{name}`` becomes a fresh name per test.  Default: ``sqlite`` plus every installed
+  backend.  Run the whole contract against your store in one command::
+
+      pytest --pyargs hermes_host.testing.store_suite --hermes-store 'mystore://host/db?ns={name}'
+
+* fixture ``store_factory`` — a :class:`hermes_host.testing.stores.StoreFactory` for a fresh,
+  empty store of the backend under test (call it to open the store; call it again for a
+  second handle on the same store, as a second process would).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +58,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         default=None,
         help="also run the conformance suite on every *.jsonl transcript in DIR",
+    )
+    group.addoption(
+        "--hermes-store",
+        metavar="SPEC",
+        action="append",
+        default=None,
+        help="store backend for the store contract suite: sqlite, an installed scheme, or a "
+        "URL template with {name} (repeatable; default: sqlite and every installed backend)",
     )
     group.addoption(
         "--hermes-seed",
@@ -85,6 +108,11 @@ def _sessions(config: pytest.Config) -> list[Any]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "hermes_store_backend" in metafunc.fixturenames:
+        from hermes_host.testing.stores import backend_specs
+
+        specs = backend_specs(metafunc.config.getoption("--hermes-store"))
+        metafunc.parametrize("hermes_store_backend", specs, ids=[s.id for s in specs])
     if "hermes_session" in metafunc.fixturenames:
         sessions = _sessions(metafunc.config)
         metafunc.parametrize("hermes_session", sessions, ids=[s.id for s in sessions])
@@ -112,3 +140,15 @@ def hermes_engine(request: pytest.FixtureRequest) -> object:
         return load_engine(name)
     except PluginError as exc:
         raise pytest.UsageError(f"--hermes-engine {name}: {exc}") from None
+
+
+@pytest.fixture
+def store_factory(
+    hermes_store_backend: Any, request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Any]:
+    """A fresh, empty store of the backend under test (issue 16's contract suite)."""
+    from hermes_host.testing.stores import StoreFactory
+
+    factory = StoreFactory.for_backend(hermes_store_backend, request, tmp_path)
+    yield factory
+    factory.close_all()

@@ -73,8 +73,31 @@ def align_backward(messages: Sequence[Message], cut: int, floor: int) -> int:
     return cut
 
 
-def _tokens_from(tokens: Sequence[int], start: int) -> int:
-    return sum(tokens[start:])
+class _LazyCounts:
+    """``count(messages[i])`` on first use: the tail cut walks back from the end and stops
+    at its budget, so a long session's middle is never counted here (issue 15)."""
+
+    def __init__(self, messages: Sequence[Message], count: Callable[[Message], int]) -> None:
+        self._messages = messages
+        self._count = count
+        self._counts: dict[int, int] = {}
+
+    def __getitem__(self, index: int) -> int:
+        hit = self._counts.get(index)
+        if hit is None:
+            hit = self._counts[index] = self._count(self._messages[index])
+        return hit
+
+
+def _tokens_from(tokens: _LazyCounts, start: int, n: int, ceiling: int) -> int:
+    """Tokens of messages ``start`` to ``n - 1``, counted from the end; stops once past
+    ``ceiling`` (the caller only compares against it)."""
+    total = 0
+    for i in range(n - 1, start - 1, -1):
+        total += tokens[i]
+        if total > ceiling:
+            break
+    return total
 
 
 def find_cut(
@@ -89,7 +112,7 @@ def find_cut(
 ) -> int:
     """Index where the protected tail starts (see the module docstring for the rules)."""
     n = len(messages)
-    tokens = [count(m) for m in messages]
+    tokens = _LazyCounts(messages, count)  # only the tail's messages are counted
     ceiling = int(budget * SOFT_CEILING)
     floor_count = max(MIN_TAIL_MESSAGES, floor_count)
     users = [i for i in range(head_end, n) if is_actionable_user(messages[i])]
@@ -118,7 +141,7 @@ def find_cut(
 
     if min_tail_user_messages > 0 and users:
         wanted = users[-min(min_tail_user_messages, len(users))]
-        if wanted < cut and _tokens_from(tokens, wanted) <= ceiling:
+        if wanted < cut and _tokens_from(tokens, wanted, n, ceiling) <= ceiling:
             cut = wanted
     return _bridge(messages, cut, head_end, users)
 

@@ -31,6 +31,7 @@ summariser too (``dropped``, no LLM call).
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -48,7 +49,7 @@ from hermes_host.messages import (
     text_of,
 )
 from hermes_host.models import CompressRequest, CompressResult, Message, SummaryOutcome
-from hermes_host.redact import redact, redact_messages
+from hermes_host.redact import redact, redact_messages, redaction_memo
 from hermes_host.tokens import count_text
 
 from hermes_compressor.boundaries import (
@@ -124,6 +125,18 @@ def _memoised(count: Callable[[Message], int]) -> Callable[[Message], int]:
         return tokens
 
     return counted
+
+
+def _tokens_up_to(
+    messages: Sequence[Message], count: Callable[[Message], int], bound: float
+) -> int:
+    """Tokens of ``messages``, counted until the sum exceeds ``bound``."""
+    total = 0
+    for message in messages:
+        total += count(message)
+        if total > bound:
+            break
+    return total
 
 
 def _cooldown_active(request: CompressRequest) -> bool:
@@ -207,6 +220,22 @@ def compress_window(
     breaker: MicroBreaker,
 ) -> CompressResult:
     """Run the pass on ``request.messages`` and propose the new window."""
+    # each text is redacted once in the pass, however many steps (and the summariser's
+    # defence in depth) redact it
+    with redaction_memo():
+        return _compress_window(
+            request, options=options, count=count, summarizers=summarizers, breaker=breaker
+        )
+
+
+def _compress_window(
+    request: CompressRequest,
+    *,
+    options: EngineOptions,
+    count: Callable[[Message], int],
+    summarizers: Summarizers,
+    breaker: MicroBreaker,
+) -> CompressResult:
     settings = request.compression
     count = _memoised(count)
     cleaned, removed = remove_blank_echoes(request.messages)
@@ -277,7 +306,6 @@ def compress_window(
         notes.append(f"pruned {stats.pruned} tool output(s), clipped {clipped} call argument(s)")
     head, middle, tail = work[:head_end], work[head_end:cut], work[cut:]
 
-    middle_tokens = sum(count(m) for m in middle)
     max_summary = summary_ceiling(
         request.context_length,
         options,
@@ -286,6 +314,14 @@ def compress_window(
     # An update round re-states the previous summary and adds the new turns' share: a
     # budget of the new turns alone would squeeze the carried facts a little more each round.
     carried = count_text(previous) if previous else 0
+    # The middle's size matters up to where both uses saturate (the summary budget reaches
+    # its ceiling; the feasibility skip is ruled out): a huge middle is not counted in full.
+    saturated = threshold * options.feasibility_fraction
+    if options.summary_ratio > 0:
+        saturated = max(saturated, (max_summary - carried) / options.summary_ratio)
+    else:
+        saturated = math.inf
+    middle_tokens = _tokens_up_to(middle, count, saturated)
     summary_budget = max(
         min(options.min_summary_tokens, max_summary),
         min(max_summary, carried + int(middle_tokens * options.summary_ratio)),

@@ -111,33 +111,77 @@ def _clip(text: str, limit: int) -> str:
     return f"{text[:head]}\n…[{len(text) - limit:,} chars omitted]…\n{text[-tail:]}"
 
 
+def _pieces(messages: Sequence[Message]) -> list[tuple[str, str, bool]]:
+    """Each rendered part as (label, text, is a tool call's arguments), before clipping."""
+    pieces: list[tuple[str, str, bool]] = []
+    for message in messages:
+        role = str(message.get("role", "?")).upper()
+        text = text_of(message)
+        if role == "TOOL":
+            name = message.get("name") or message.get("tool_call_id") or ""
+            pieces.append((f"[TOOL RESULT {name}]: ", text, False))
+            continue
+        if text.strip():
+            pieces.append((f"[{role}]: ", text, False))
+        for call in message.get("tool_calls") or []:
+            fn = call.get("function") or {}
+            args = fn.get("arguments")
+            if not isinstance(args, str):
+                args = json.dumps(args, ensure_ascii=False)
+            pieces.append(
+                (f"[{role} → TOOL CALL {fn.get('name')} id={call.get('id')}]: ", args or "", True)
+            )
+    return pieces
+
+
+def _clipped_len(text: str, limit: int) -> int:
+    n = len(text)
+    return n if n <= limit else limit + len(f"\n…[{n - limit:,} chars omitted]…\n")
+
+
 def render_turns(messages: Sequence[Message], *, max_turn_chars: int, max_total: int) -> str:
-    """The source turns as labelled plain text, each message clipped, the whole bounded."""
+    """The source turns as labelled plain text, each message clipped, the whole bounded.
+
+    Each message is clipped to ``max_turn_chars`` (tool-call arguments to half), halving the
+    limit while the whole exceeds ``max_total`` (down to 200); what still exceeds it keeps its
+    first two thirds and its last third.  Lengths are computed before any text is joined, and
+    only the two ends that survive are built: a 100,000-message middle costs one pass per
+    halving over its lengths, not a rendering each (issue 15)."""
+    pieces = _pieces(messages)
+    sep = len("\n\n")
     limit = max_turn_chars
     while True:
-        parts: list[str] = []
-        for message in messages:
-            role = str(message.get("role", "?")).upper()
-            text = text_of(message)
-            if role == "TOOL":
-                name = message.get("name") or message.get("tool_call_id") or ""
-                parts.append(f"[TOOL RESULT {name}]: {_clip(text, limit)}")
-                continue
-            if text.strip():
-                parts.append(f"[{role}]: {_clip(text, limit)}")
-            for call in message.get("tool_calls") or []:
-                fn = call.get("function") or {}
-                args = fn.get("arguments")
-                if not isinstance(args, str):
-                    args = json.dumps(args, ensure_ascii=False)
-                parts.append(
-                    f"[{role} → TOOL CALL {fn.get('name')} id={call.get('id')}]: "
-                    f"{_clip(args or '', limit // 2)}"
-                )
-        rendered = "\n\n".join(parts)
-        if len(rendered) <= max_total or limit <= 200:
-            return _clip(rendered, max_total)
+        total = sum(len(label) + _clipped_len(text, limit // 2 if half else limit)
+                    for label, text, half in pieces) + sep * max(0, len(pieces) - 1)
+        if total <= max_total or limit <= 200:
+            break
         limit //= 2
+
+    def part(index: int) -> str:
+        label, text, half = pieces[index]
+        return label + _clip(text, limit // 2 if half else limit)
+
+    if total <= max_total or max_total * 2 // 3 == max_total:
+        return _clip("\n\n".join(part(i) for i in range(len(pieces))), max_total)
+    head_len = max_total * 2 // 3
+    tail_len = max_total - head_len
+    head: list[str] = []
+    size = 0
+    for i in range(len(pieces)):
+        if size >= head_len:
+            break
+        head.append(part(i))
+        size += len(head[-1]) + sep
+    tail: list[str] = []
+    size = 0
+    for i in range(len(pieces) - 1, -1, -1):
+        if size >= tail_len:
+            break
+        tail.append(part(i))
+        size += len(tail[-1]) + sep
+    front = "".join(p + "\n\n" for p in head)[:head_len]
+    back = "".join("\n\n" + p for p in reversed(tail))[-tail_len:]
+    return f"{front}\n…[{total - max_total:,} chars omitted]…\n{back}"
 
 
 def build_prompt(

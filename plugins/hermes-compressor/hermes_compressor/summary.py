@@ -44,8 +44,8 @@ __all__ = [
     "extract_previous",
     "inject",
     "postprocess",
-    "strip_reasoning",
     "section_body",
+    "strip_reasoning",
     "summary_text",
 ]
 

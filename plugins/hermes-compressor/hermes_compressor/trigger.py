@@ -41,6 +41,7 @@ __all__ = [
     "decide",
     "resolve_ratio",
     "tail_budget",
+    "threshold_rule",
     "threshold_tokens",
 ]
 
@@ -58,17 +59,37 @@ def threshold_tokens(
     max_output_tokens: int = 0,
 ) -> int:
     """Tokens at which the window is compressed (R-4.2–R-4.4); see the module docstring."""
-    ratio = resolve_ratio(settings, model)
-    if context_length < SMALL_WINDOW_TOKENS:
-        ratio = max(ratio, MIN_CTX_TRIGGER_RATIO)
+    return threshold_rule(settings, context_length, model, max_output_tokens)[0]
+
+
+def threshold_rule(
+    settings: CompressionSettings,
+    context_length: int,
+    model: str = "",
+    max_output_tokens: int = 0,
+) -> tuple[int, dict[str, float | int | None]]:
+    """:func:`threshold_tokens` and its parts (``CompressDecision.threshold_rule``, shown by
+    the host's status): the configured ratio, the small-window floor when it applies, the
+    cap, the tokens reserved for the reply, and the tiny-window ratio when it applies."""
+    configured = resolve_ratio(settings, model)
+    floor = MIN_CTX_TRIGGER_RATIO if context_length < SMALL_WINDOW_TOKENS else None
+    ratio = max(configured, floor) if floor is not None else configured
     threshold = context_length * ratio
     if settings.threshold_tokens is not None:
         threshold = min(threshold, settings.threshold_tokens)
     reserve = min(max(0, max_output_tokens), context_length // 2)
     effective = context_length - reserve
+    tiny = None
     if threshold >= effective:
+        tiny = TINY_WINDOW_RATIO
         threshold = effective * TINY_WINDOW_RATIO
-    return max(1, int(threshold))
+    return max(1, int(threshold)), {
+        "configured_percent": configured,
+        "floor_percent": floor,
+        "cap_tokens": settings.threshold_tokens,
+        "output_reservation": reserve,
+        "tiny_window_percent": tiny,
+    }
 
 
 def tail_budget(settings: CompressionSettings, threshold: int) -> int:
@@ -94,17 +115,21 @@ def decide(request: ShouldCompressRequest) -> CompressDecision:
     reason.  ``force`` (manual ``/compress``) says yes whatever the tokens and guards: the
     host clears the cooldown itself.
     """
-    threshold = threshold_tokens(
+    threshold, rule = threshold_rule(
         request.compression, request.context_length, request.model, request.max_output_tokens
     )
+
+    def answer(compress: bool, reason: str | None = None) -> CompressDecision:
+        return CompressDecision(
+            compress=compress, reason=reason, threshold_tokens=threshold, threshold_rule=rule
+        )
+
     if request.force:
-        return CompressDecision(compress=True, threshold_tokens=threshold)
+        return answer(True)
     tokens = request.prompt_tokens or request.current_tokens
     if tokens < threshold:
-        return CompressDecision(
-            compress=False, reason="below_threshold", threshold_tokens=threshold
-        )
+        return answer(False, "below_threshold")
     reason = blocked_reason(request.guards)
     if reason is not None:
-        return CompressDecision(compress=False, reason=reason, threshold_tokens=threshold)
-    return CompressDecision(compress=True, threshold_tokens=threshold)
+        return answer(False, reason)
+    return answer(True)

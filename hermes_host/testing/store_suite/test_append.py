@@ -1,17 +1,18 @@
-"""Bulk ``append_messages`` (R-9.2 ``token_count``, R-9.3 FTS sync): a large batch the store
-counts itself is counted on a worker thread while the rows are written; these tests prove
-the stored counts, their order and the indexes are the same as on the one-at-a-time path."""
+"""Store contract: bulk ``append_messages`` (R-9.2 ``token_count``, R-9.3 index sync) — a large
+batch is stored with each message's own count, in order, and is searchable at once — on
+every backend."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from store_helpers import conversation
 
 from hermes_host.store import SessionNotFoundError, StateStore
-from hermes_host.store import sqlite as sqlite_store
+from hermes_host.testing.store_suite._kit import conversation, store
 from hermes_host.tokens import count_message
+
+__all__ = ["store"]
 
 
 def _big_window() -> list[dict[str, Any]]:
@@ -20,7 +21,7 @@ def _big_window() -> list[dict[str, Any]]:
     for i, message in enumerate(window):
         if message["role"] == "user":
             message["content"] += " word" * (i % 17)
-    assert len(window) >= sqlite_store._BACKGROUND_COUNT_MIN
+    assert len(window) >= 64  # SQLite counts a batch this long on a worker thread
     return window
 
 

@@ -1,0 +1,123 @@
+"""A PostgreSQL :class:`~hermes_host.store.StateStore` for hermes-host (issue 16): one
+history, one compression lease per session and one search index shared by many hosts.
+
+Open it through hermes-host (``store.url: postgresql://…`` in ``config.yaml``, or
+``hermes_host.store.open_store(url)``): the ``hermes_host.stores`` entry points of this
+distribution map ``postgresql://`` and ``postgres://`` to :class:`PostgresStore`.
+
+The store is built in rooms like the SQLite one, each a subclass of the one before:
+:mod:`._base` (pool, transactions, clock, errors), :mod:`.sessions`, :mod:`.messages`,
+:mod:`.publish` (leases, compression) and :class:`PostgresStore` here (search, recap,
+history reader).  :mod:`.schema` holds the versioned migrations, :mod:`.settings` the URL
+options (``schema``, ``pool_min``, ``pool_max``, ``pool_timeout``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from psycopg import sql
+
+from hermes_host.models import HistoryReader
+from hermes_host.store import SearchHit
+from hermes_host.store.query import BOOKEND_MESSAGES
+from hermes_host.store.reader import StoreHistoryReader
+from hermes_host.store.recap import format_recap
+from hermes_store_postgres._base import errors
+from hermes_store_postgres.publish import PublishRooms
+from hermes_store_postgres.schema import LATEST_VERSION, SEARCH_VECTOR
+from hermes_store_postgres.search import run_search
+
+__all__ = ["LATEST_VERSION", "PostgresStore"]
+
+
+class PostgresStore(PublishRooms):
+    """The PostgreSQL :class:`~hermes_host.store.StateStore`."""
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    # -- whole-history transfer (hermes_host.store.transfer) --------------------------------
+
+    @errors("exporting rows")
+    def export_rows(
+        self, table: str, columns: Sequence[str], batch: int
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        """Rows of ``table`` by primary key, in batches (a server-side cursor)."""
+        key = ["session_id", "engine"] if table == "engine_state" else ["id"]
+        query = sql.SQL("SELECT {} FROM {} ORDER BY {}").format(
+            sql.SQL(", ").join(map(sql.Identifier, columns)), sql.Identifier(table),
+            sql.SQL(", ").join(map(sql.Identifier, key)))
+        with self._tx() as conn, conn.cursor(name="hermes_export") as cur:
+            cur.itersize = max(1, batch)
+            cur.execute(query)
+            while rows := cur.fetchmany(max(1, batch)):
+                yield [tuple(r) for r in rows]
+
+    @errors("importing rows")
+    def import_rows(
+        self, table: str, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]
+    ) -> None:
+        """Insert rows exactly as given (ids kept: ``OVERRIDING SYSTEM VALUE``) with COPY,
+        in one transaction."""
+        overriding = "OVERRIDING SYSTEM VALUE " if table == "messages" else ""
+        with self._tx() as conn:
+            if table == "messages":
+                names = sql.SQL(", ").join(map(sql.Identifier, columns))
+                conn.execute(sql.SQL(
+                    "CREATE TEMP TABLE IF NOT EXISTS hermes_import "
+                    "(LIKE messages INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"))
+                conn.execute("ALTER TABLE hermes_import ALTER COLUMN search_vector "
+                             "DROP NOT NULL")
+                with conn.cursor().copy(sql.SQL("COPY hermes_import ({}) FROM STDIN").format(
+                        names)) as copy:
+                    for row in rows:
+                        copy.write_row(row)
+                vector = sql.SQL(SEARCH_VECTOR.format(content="content"))
+                conn.execute(sql.SQL("INSERT INTO messages ({}, search_vector) " + overriding +
+                                     "SELECT {}, {} FROM hermes_import").format(
+                                         names, names, vector))
+                return
+            with conn.cursor().copy(sql.SQL("COPY {} ({}) FROM STDIN").format(
+                    sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns)))
+            ) as copy:
+                for row in rows:
+                    copy.write_row(row)
+
+    @errors("finishing an import")
+    def finish_import(self) -> None:
+        """Move the message id sequence past the imported ids."""
+        with self._tx() as conn:
+            conn.execute("SELECT setval(pg_get_serial_sequence('messages', 'id'), "
+                         "coalesce((SELECT max(id) FROM messages), 0) + 1, false)")
+
+    @errors("searching")
+    def session_search(
+        self,
+        query: str,
+        session_id: str | None = None,
+        lineage: bool = True,
+        limit: int = 10,
+        *,
+        bookends: int = BOOKEND_MESSAGES,
+    ) -> list[SearchHit]:
+        with self._tx() as conn:
+            scope: list[str] | None = None
+            if session_id is not None:
+                if lineage:
+                    scope = self._lineage(conn, session_id)
+                else:
+                    self._require(conn, session_id)
+                    scope = [session_id]
+            return run_search(conn, query, scope, limit, bookends)
+
+    @errors("building a recap")
+    def recap(self, session_id: str) -> str:
+        return format_recap(self.get_session(session_id), self.active_messages(session_id))
+
+    @errors("opening a history reader")
+    def history_reader(self, session_id: str) -> HistoryReader:
+        with self._read() as conn:
+            self._require(conn, session_id)
+        return StoreHistoryReader(self, session_id)

@@ -1,0 +1,257 @@
+"""The PostgreSQL store's messages room: append, the window, guards, usage and engine state
+(R-5.3, R-9.2).
+
+A batch goes in as **one** ``INSERT … SELECT FROM unnest(arrays)``: one round trip and one
+statement however long the batch.  Appends to one session serialise on its ``sessions`` row
+(the ``UPDATE`` that stamps its activity takes the row lock first), so window positions
+(``seq``) and ids grow in commit order within a session even with many hosts writing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from hermes_host.models import Message
+from hermes_host.store import Guards, StaleSessionError, StoredMessage, WindowMarker
+from hermes_host.store.codec import ROW_COLUMNS, STORED_COLUMNS, decode_row, stored_from_row
+from hermes_host.store.rules import Prepared, encode_state, prepare_messages, rotated_message
+from hermes_store_postgres._base import MSG_COLS, NOW, WINDOW_ORDER, Conn, errors
+from hermes_store_postgres.schema import SEARCH_VECTOR
+from hermes_store_postgres.sessions import SessionRooms
+
+__all__ = ["MessageRooms"]
+
+_TYPES = {"observed": "integer"}
+_UNNEST = ", ".join(
+    ["%s::bigint[]", "%s::integer[]"] + [f"%s::{_TYPES.get(c, 'text')}[]" for c in ROW_COLUMNS]
+)
+_INSERT = (
+    f"INSERT INTO messages (session_id, timestamp, seq, token_count, {MSG_COLS}, "
+    "search_vector) "
+    f"SELECT %s, %s, %s + u.pos, u.tokens, {', '.join('u.' + c for c in ROW_COLUMNS)}, "
+    f"{SEARCH_VECTOR.format(content='u.content')} "
+    f"FROM unnest({_UNNEST}) AS u(pos, tokens, {MSG_COLS}) ORDER BY u.pos "
+    "RETURNING id, seq"
+).encode()
+
+
+class MessageRooms(SessionRooms):
+    """Messages (one row each, stored once), guards, usage and engine state."""
+
+    def _rotated(self, conn: Conn, session_id: str, outcome: str) -> str:
+        return rotated_message(session_id, self._tip(conn, session_id), outcome)
+
+    def _window_counts(self, session_id: str, size: int) -> dict[tuple[Any, ...], int]:
+        """Token counts of the window's head and tail rows (``size`` each: a compressed
+        window keeps a head and a tail), keyed by their column values."""
+        known: dict[tuple[Any, ...], int] = {}
+        with self._read() as conn:
+            for order in ("ASC", "DESC"):
+                rows = conn.execute(
+                    f"SELECT token_count, {MSG_COLS} FROM messages WHERE session_id = %s "
+                    f"AND active ORDER BY seq {order} LIMIT %s".encode(),
+                    (session_id, size),
+                ).fetchall()
+                known.update((tuple(row[1:]), int(row[0])) for row in rows)
+        return known
+
+    @staticmethod
+    def _insert(
+        conn: Conn,
+        session_id: str,
+        prepared: Sequence[Prepared],
+        now: float,
+        *,
+        positions: Sequence[int] | None = None,
+        base: int | None = None,
+    ) -> list[int]:
+        """Insert ``prepared`` rows in order; returns their ids.  Row *i* gets the window
+        order ``base + positions[i] + 1`` (by default right after the session's last row)."""
+        if not prepared:
+            return []
+        if base is None:
+            row = conn.execute(
+                "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = %s",
+                (session_id,),
+            ).fetchone()
+            base = int(row[0]) if row else 0
+        where = list(range(len(prepared))) if positions is None else list(positions)
+        columns: list[list[Any]] = [[p + 1 for p in where], [tokens for tokens, _ in prepared]]
+        columns += [list(col) for col in zip(*(values for _, values in prepared), strict=True)]
+        rows = conn.execute(_INSERT, (session_id, now, base, *columns)).fetchall()
+        return [int(r[0]) for r in sorted(rows, key=lambda r: int(r[1]))]
+
+    @errors("appending messages")
+    def append_messages(
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        token_counts: Sequence[int] | None = None,
+    ) -> list[int]:
+        prepared = prepare_messages(messages, token_counts)
+        with self._tx() as conn:
+            row = conn.execute(
+                f"UPDATE sessions SET last_activity_at = {NOW}, last_activity_kind = 'message' "
+                "WHERE id = %s AND end_reason IS DISTINCT FROM 'compression' "
+                "RETURNING last_activity_at".encode(),
+                (session_id,),
+            ).fetchone()
+            if row is None:
+                self._require(conn, session_id)
+                raise StaleSessionError(self._rotated(conn, session_id, "nothing was written"))
+            return self._insert(conn, session_id, prepared, float(row[0]))
+
+    @errors("reading the window")
+    def window_marker(self, session_id: str) -> WindowMarker:
+        with self._read() as conn:
+            tip = session_id
+            for _ in range(2):  # a second pass only after following a rotation
+                row = conn.execute(
+                    "SELECT end_reason, "
+                    "(SELECT coalesce(max(id), 0) FROM messages WHERE session_id = s.id), "
+                    "(SELECT count(*) FROM messages WHERE session_id = s.id AND active) "
+                    "FROM sessions s WHERE s.id = %s",
+                    (tip,),
+                ).fetchone()
+                if row is None:
+                    raise self._missing(tip)
+                if row[0] != "compression" or tip != session_id:
+                    break
+                tip = self._tip(conn, session_id)
+        assert row is not None
+        return WindowMarker(tip, last_message_id=int(row[1]), active_count=int(row[2]))
+
+    @errors("reading the window")
+    def active_messages(self, session_id: str) -> list[Message]:
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {MSG_COLS} FROM messages WHERE session_id = %s AND active "
+                f"{WINDOW_ORDER}".encode(),
+                (session_id,),
+            ).fetchall()
+            if not rows:
+                self._require(conn, session_id)
+        return [decode_row(r) for r in rows]
+
+    @errors("counting window tokens")
+    def active_token_count(self, session_id: str) -> int:
+        with self._read() as conn:
+            self._require(conn, session_id)
+            row = conn.execute(
+                "SELECT coalesce(sum(token_count), 0) FROM messages "
+                "WHERE session_id = %s AND active",
+                (session_id,),
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    @errors("reading messages")
+    def all_messages(
+        self, session_id: str, *, include_inactive: bool = True
+    ) -> list[StoredMessage]:
+        active = "" if include_inactive else " AND active"
+        with self._read() as conn:
+            self._require(conn, session_id)
+            rows = conn.execute(
+                f"SELECT {STORED_COLUMNS} FROM messages WHERE session_id = %s{active} "
+                f"{WINDOW_ORDER}".encode(),
+                (session_id,),
+            ).fetchall()
+        return [stored_from_row(r) for r in rows]
+
+    @errors("reading lineage messages")
+    def lineage_messages(
+        self, session_id: str, *, include_inactive: bool = True
+    ) -> list[StoredMessage]:
+        """Every row of the lineage (root first), in order — what a history reader sees."""
+        active = "" if include_inactive else " AND active"
+        with self._read() as conn:
+            ids = self._lineage(conn, session_id)
+            rows = conn.execute(
+                f"SELECT {STORED_COLUMNS} FROM messages WHERE session_id = ANY(%s){active} "
+                "ORDER BY id".encode(),
+                (ids,),
+            ).fetchall()
+        return [stored_from_row(r) for r in rows]
+
+    # -- guards and usage -------------------------------------------------------------------
+
+    @errors("reading guards")
+    def read_guards(self, session_id: str) -> Guards:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT cooldown_until, fallback_streak, ineffective_count, ineffective_tokens "
+                "FROM sessions WHERE id = %s",
+                (session_id,),
+            ).fetchone()
+        if row is None:
+            raise self._missing(session_id)
+        return Guards(row[0], int(row[1]), int(row[2]),
+                      None if row[3] is None else int(row[3]))
+
+    @errors("writing guards")
+    def write_guards(self, session_id: str, guards: Guards) -> None:
+        with self._tx() as conn:
+            cur = conn.execute(
+                "UPDATE sessions SET cooldown_until = %s, fallback_streak = %s, "
+                "ineffective_count = %s, ineffective_tokens = %s WHERE id = %s",
+                (
+                    guards.cooldown_until,
+                    int(guards.fallback_streak),
+                    int(guards.ineffective_count),
+                    None if guards.ineffective_tokens is None else int(guards.ineffective_tokens),
+                    session_id,
+                ),
+            )
+            if cur.rowcount == 0:
+                raise self._missing(session_id)
+
+    @errors("recording usage")
+    def add_usage(
+        self,
+        session_id: str,
+        *,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        reasoning_tokens: int = 0,
+        cost_usd: float = 0.0,
+    ) -> None:
+        with self._tx() as conn:
+            cur = conn.execute(
+                "UPDATE sessions SET input_tokens = input_tokens + %s, "
+                "output_tokens = output_tokens + %s, "
+                "cache_read_tokens = cache_read_tokens + %s, "
+                "cache_write_tokens = cache_write_tokens + %s, "
+                "reasoning_tokens = reasoning_tokens + %s, cost_usd = cost_usd + %s "
+                "WHERE id = %s",
+                (int(input_tokens), int(output_tokens), int(cache_read_tokens),
+                 int(cache_write_tokens), int(reasoning_tokens), float(cost_usd), session_id),
+            )
+            if cur.rowcount == 0:
+                raise self._missing(session_id)
+
+    # -- engine state -----------------------------------------------------------------------
+
+    @errors("reading engine state")
+    def get_engine_state(self, session_id: str, engine: str) -> dict[str, Any]:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT state FROM engine_state WHERE session_id = %s AND engine = %s",
+                (session_id, engine),
+            ).fetchone()
+        return dict(json.loads(row[0])) if row else {}
+
+    @errors("writing engine state")
+    def set_engine_state(self, session_id: str, engine: str, state: dict[str, Any]) -> None:
+        text = encode_state(engine, state)
+        with self._tx() as conn:
+            self._require(conn, session_id)
+            conn.execute(
+                "INSERT INTO engine_state (session_id, engine, state, updated_at) "
+                f"VALUES (%s, %s, %s, {NOW}) ON CONFLICT (session_id, engine) "
+                "DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at".encode(),
+                (session_id, engine, text),
+            )

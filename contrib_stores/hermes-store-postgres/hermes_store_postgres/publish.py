@@ -1,0 +1,249 @@
+"""The PostgreSQL store's compression room: leases that hold across machines (R-9.4,
+R-10.1) and publishing a compressed window in one transaction (R-8.1, R-8.2).
+
+Locks, always taken in this order so two hosts never deadlock: the session's
+``compression_locks`` row (``FOR UPDATE``), then its ``sessions`` row (``FOR NO KEY
+UPDATE``, the lock an append's ``UPDATE`` takes).  A publish therefore sees a window no
+append can change under it, and a lease decision is made on a locked row.  Every lease time
+is the database's clock.  The planning (which rows are kept, which archived) is shared with
+every backend (:func:`hermes_host.store.rules.plan_publish`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+
+from hermes_host.models import Message
+from hermes_host.store import (
+    Deferred,
+    Lease,
+    LeaseLostError,
+    PublishMode,
+    PublishResult,
+    StaleSessionError,
+    StoreError,
+    WindowMarker,
+)
+from hermes_host.store.codec import decode_row
+from hermes_host.store.ids import holder_is_dead, make_holder
+from hermes_host.store.rules import (
+    COPIED_ON_ROTATE,
+    lease_seconds,
+    lost_lease_message,
+    next_title,
+    plan_publish,
+    prepare_messages,
+    split_snapshot,
+    title_base,
+)
+from hermes_store_postgres._base import MSG_COLS, NOW, WINDOW_ORDER, Conn, errors
+from hermes_store_postgres.messages import MessageRooms
+from hermes_store_postgres.sessions import numbered
+
+__all__ = ["PublishRooms"]
+
+
+class PublishRooms(MessageRooms):
+    """Leases and publishing."""
+
+    @errors("acquiring the compression lease")
+    def acquire_lease(self, session_id: str, ttl: float | None = None) -> Lease | Deferred:
+        seconds = lease_seconds(self.lease_ttl, ttl)
+        holder = make_holder()
+        with self._tx() as conn:
+            now = self._now(conn)
+            row = conn.execute(
+                "SELECT holder, expires_at FROM compression_locks WHERE session_id = %s "
+                "FOR UPDATE",
+                (session_id,),
+            ).fetchone()
+            if row is not None and row[1] > now and not holder_is_dead(row[0]):
+                return Deferred(session_id=session_id, holder=row[0], expires_at=row[1])
+            self._require(conn, session_id)
+            taken = conn.execute(
+                "INSERT INTO compression_locks (session_id, holder, acquired_at, expires_at) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT (session_id) DO UPDATE SET "
+                "holder = excluded.holder, acquired_at = excluded.acquired_at, "
+                "expires_at = excluded.expires_at "
+                "WHERE compression_locks.holder = %s RETURNING holder",
+                (session_id, holder, now, now + seconds, row[0] if row else None),
+            ).fetchone()
+            if taken is None:  # another host inserted the first lease row meanwhile
+                current = conn.execute(
+                    "SELECT holder, expires_at FROM compression_locks WHERE session_id = %s",
+                    (session_id,),
+                ).fetchone()
+                assert current is not None
+                return Deferred(session_id=session_id, holder=current[0], expires_at=current[1])
+        return Lease(session_id, holder, now, now + seconds)
+
+    @errors("refreshing the compression lease")
+    def refresh_lease(self, lease: Lease, ttl: float | None = None) -> Lease:
+        seconds = lease_seconds(self.lease_ttl, ttl)
+        with self._tx() as conn:
+            row = conn.execute(
+                f"UPDATE compression_locks SET expires_at = {NOW} + %s "
+                "WHERE session_id = %s AND holder = %s RETURNING expires_at".encode(),
+                (seconds, lease.session_id, lease.holder),
+            ).fetchone()
+            if row is None:
+                raise LeaseLostError(self._lost_message(conn, lease, "refresh it"))
+        return Lease(lease.session_id, lease.holder, lease.acquired_at, float(row[0]))
+
+    @errors("releasing the compression lease")
+    def release_lease(self, lease: Lease) -> bool:
+        with self._tx() as conn:
+            cur = conn.execute(
+                "DELETE FROM compression_locks WHERE session_id = %s AND holder = %s",
+                (lease.session_id, lease.holder),
+            )
+            return cur.rowcount > 0
+
+    @staticmethod
+    def _lost_message(conn: Conn, lease: Lease, doing: str) -> str:
+        row = conn.execute(
+            "SELECT holder FROM compression_locks WHERE session_id = %s", (lease.session_id,)
+        ).fetchone()
+        return lost_lease_message(lease.session_id, lease.holder, row[0] if row else None, doing)
+
+    # -- compression ------------------------------------------------------------------------
+
+    @errors("publishing a compression")
+    def publish_compression(
+        self,
+        lease: Lease,
+        session_id: str,
+        new_messages: Sequence[Message],
+        mode: PublishMode = "rotate",
+        reason: str = "compression",
+        token_counts: Sequence[int] | None = None,
+        snapshot: WindowMarker | None = None,
+    ) -> PublishResult:
+        if mode not in ("rotate", "in_place"):
+            raise StoreError(f"unknown publish mode {mode!r}; allowed: rotate, in_place")
+        known = None
+        if token_counts is None and not isinstance(new_messages, dict | str | bytes):
+            known = self._window_counts(session_id, len(new_messages))
+        prepared = prepare_messages(new_messages, token_counts, known)
+        try:
+            with self._tx() as conn:
+                return self._publish(conn, lease, session_id, prepared, mode, reason, snapshot)
+        except psycopg.errors.UniqueViolation:  # a rotated title another host just took
+            raise LeaseLostError(
+                f"session {session_id}: another host published a rotation of this lineage at "
+                "the same moment; nothing was published, compress again"
+            ) from None
+
+    def _publish(
+        self,
+        conn: Conn,
+        lease: Lease,
+        session_id: str,
+        prepared: list[tuple[int, tuple[Any, ...]]],
+        mode: PublishMode,
+        reason: str,
+        snapshot: WindowMarker | None,
+    ) -> PublishResult:
+        held = conn.execute(
+            "SELECT holder FROM compression_locks WHERE session_id = %s FOR UPDATE",
+            (session_id,),
+        ).fetchone()
+        if lease.session_id != session_id or held is None or held[0] != lease.holder:
+            raise LeaseLostError(self._lost_message(conn, lease, "publish the compression"))
+        row = conn.execute(
+            "SELECT parent_session_id, title, end_reason FROM sessions WHERE id = %s "
+            "FOR NO KEY UPDATE",
+            (session_id,),
+        ).fetchone()
+        if row is None:
+            raise self._missing(session_id)
+        parent_id, title, end_reason = row
+        if end_reason == "compression":
+            raise StaleSessionError(self._rotated(conn, session_id, "nothing was published"))
+        now = self._now(conn)
+        rows = conn.execute(
+            f"SELECT id, seq, {MSG_COLS} FROM messages WHERE session_id = %s AND active "
+            f"{WINDOW_ORDER}".encode(),
+            (session_id,),
+        ).fetchall()
+        read, later = split_snapshot(rows, session_id, snapshot)
+        plan = plan_publish(((r[0], tuple(r[2:])) for r in read), prepared)
+        # Only a compression marks rows compacted; other rewrites of the window (``/undo``)
+        # archive rows without claiming they were compacted.
+        compacted = reason == "compression"
+        target = session_id if mode == "in_place" else self._fresh_id(conn)
+        child_title = title
+        if mode == "rotate":
+            if title:
+                base_title = title_base(title)
+                child_title = next_title(base_title, numbered(conn, base_title))
+            conn.execute(
+                f"INSERT INTO sessions (id, parent_session_id, title, created_at, "
+                f"last_activity_at, last_activity_kind, compression_count, {COPIED_ON_ROTATE}) "
+                f"SELECT %s, id, %s, %s, %s, 'compression', compression_count + 1, "
+                f"{COPIED_ON_ROTATE} FROM sessions WHERE id = %s".encode(),
+                (target, child_title, now, now, session_id),
+            )
+            conn.execute(
+                "INSERT INTO engine_state (session_id, engine, state, updated_at) "
+                "SELECT %s, engine, state, updated_at FROM engine_state WHERE session_id = %s",
+                (target, session_id),
+            )
+        base = 0
+        if mode == "in_place":  # the new window orders after every row of the session
+            top = conn.execute(
+                "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = %s",
+                (session_id,),
+            ).fetchone()
+            base = int(top[0]) if top else 0
+        written = iter(
+            self._insert(conn, target, plan.fresh, now, positions=plan.fresh_at, base=base)
+        )
+        ids = [row_id if row_id is not None else next(written) for row_id in plan.window]
+        moved = [
+            (row_id, base + position + 1)
+            for position, row_id in enumerate(ids)
+            if row_id in plan.kept
+        ]
+        moved += [(r[0], base + len(ids) + j + 1) for j, r in enumerate(later)]
+        order = {r[0]: r[1] for r in read}
+        if mode == "in_place" and not plan.fresh and plan.window == sorted(
+            plan.kept, key=order.__getitem__
+        ):
+            moved = []  # rows only left the window (``/undo``): the rest stays in order
+        if moved:
+            conn.execute(
+                "UPDATE messages m SET session_id = %s, seq = v.seq "
+                "FROM unnest(%s::bigint[], %s::bigint[]) AS v(id, seq) WHERE m.id = v.id",
+                (target, [m[0] for m in moved], [m[1] for m in moved]),
+            )
+        if plan.replaced:
+            conn.execute(
+                "UPDATE messages SET active = false, compacted = %s WHERE id = ANY(%s)",
+                (compacted, plan.replaced),
+            )
+        if mode == "in_place":
+            conn.execute(
+                "UPDATE sessions SET compression_count = compression_count + %s, "
+                "last_activity_at = %s, last_activity_kind = %s WHERE id = %s",
+                (int(compacted), now, reason, session_id),
+            )
+        else:
+            conn.execute(
+                "UPDATE sessions SET ended_at = %s, end_reason = %s, last_activity_at = %s, "
+                "last_activity_kind = 'compression' WHERE id = %s",
+                (now, reason, now, session_id),
+            )
+        return PublishResult(
+            session_id=target,
+            parent_session_id=parent_id if mode == "in_place" else session_id,
+            message_ids=ids,
+            mode=mode,
+            title=child_title,
+            flush_baseline=len(prepared),
+            carried=[decode_row(r[2:]) for r in later],
+            carried_ids=[int(r[0]) for r in later],
+        )

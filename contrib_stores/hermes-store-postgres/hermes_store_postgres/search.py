@@ -1,0 +1,170 @@
+"""``session_search`` on PostgreSQL's own indexes, with bookends and no LLM call (R-13.3).
+
+* Words: ``search_vector @@ query`` on the generated ``tsvector`` column (GIN), ranked by
+  ``ts_rank``.  The query is built from the *words* of the user's text
+  (:func:`hermes_host.store.query.query_words`), each passed as a parameter to
+  ``plainto_tsquery`` — which treats its input as plain words — and combined with ``&&``
+  (all words) or ``||`` (any word).  No user text reaches the ``tsquery`` parser as syntax.
+* Substring: ``content ILIKE '%needle%'`` (``%``, ``_`` and ``\\`` escaped) over non-tool
+  rows, which the partial ``pg_trgm`` GIN index answers (SPEC R-9.3: tool rows are not in
+  the substring index).
+* A one- or two-character non-ASCII query scans the newest non-tool rows in scope.
+
+Attempts run in the order every backend follows: all words; any word; substring; short scan.
+Scores: lower is better (``-ts_rank`` for word hits, then substring, then short-scan hits).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hermes_host.store import SearchHit, StoredMessage
+from hermes_host.store import query as _query
+from hermes_host.store.codec import STORED_COLUMNS, stored_from_row
+from hermes_host.store.query import (
+    query_words,
+    search_limit,
+    short_needle,
+    substring_needle,
+)
+from hermes_store_postgres._base import Conn
+
+__all__ = ["like_pattern", "run_search", "word_query"]
+
+_CONFIG = "'english'::regconfig"
+
+
+def word_query(words: list[str], *, any_word: bool) -> tuple[str, list[str]]:
+    """A ``tsquery`` expression over ``words`` and its parameters (one per word)."""
+    join = " || " if any_word else " && "
+    return join.join(f"plainto_tsquery({_CONFIG}, %s)" for _ in words), list(words)
+
+
+def like_pattern(needle: str) -> str:
+    """``%needle%`` with LIKE's own metacharacters escaped (``ESCAPE '\\'``)."""
+    escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _scope(scope: list[str] | None, params: list[Any]) -> str:
+    if scope is None:
+        return ""
+    params.append(scope)
+    return " AND m.session_id = ANY(%s)"
+
+
+def _words(conn: Conn, words: list[str], any_word: bool, scope: list[str] | None,
+           limit: int) -> list[tuple[int, float]]:
+    expression, params = word_query(words, any_word=any_word)
+    where_params: list[Any] = []
+    where = f"m.search_vector @@ q.query{_scope(scope, where_params)}"
+    base = f"FROM messages m, ({'SELECT ' + expression} AS query) q WHERE {where}"
+    counted = conn.execute(
+        f"SELECT count(*) FROM (SELECT 1 {base} LIMIT %s) c".encode(),
+        [*params, *where_params, _query.RANK_CAP + 1],
+    ).fetchone()
+    matching = int(counted[0]) if counted else 0
+    if not matching:
+        return []
+    # Ranking costs time per matching row: a term matching more than RANK_CAP rows is
+    # answered with its most recent hits (still scored).
+    order = "score" if matching <= _query.RANK_CAP else "m.id DESC"
+    rows = conn.execute(
+        f"SELECT m.id, -ts_rank(m.search_vector, q.query) AS score {base} "
+        f"ORDER BY {order} LIMIT %s".encode(),
+        [*params, *where_params, limit],
+    ).fetchall()
+    return [(int(r[0]), float(r[1])) for r in rows]
+
+
+def _substring(conn: Conn, needle: str, scope: list[str] | None, limit: int) -> list[int]:
+    params: list[Any] = [like_pattern(needle)]
+    where = _scope(scope, params)
+    rows = conn.execute(
+        "SELECT m.id FROM messages m WHERE m.role <> 'tool' AND m.content ILIKE %s "
+        f"ESCAPE '\\'{where} ORDER BY m.id DESC LIMIT %s".encode(),
+        [*params, limit],
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def _short(conn: Conn, needle: str, scope: list[str] | None, limit: int) -> list[int]:
+    params: list[Any] = []
+    where = _scope(scope, params)
+    rows = conn.execute(
+        "SELECT id FROM (SELECT m.id, m.content FROM messages m WHERE m.role <> 'tool'"
+        f"{where} ORDER BY m.id DESC LIMIT %s) recent "
+        "WHERE strpos(lower(content), lower(%s)) > 0 ORDER BY id DESC LIMIT %s".encode(),
+        [*params, _query.SHORT_SCAN_ROWS, needle, limit],
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def bookends(
+    conn: Conn, session_id: str, seq: int, count: int
+) -> tuple[list[StoredMessage], list[StoredMessage]]:
+    """The ``count`` rows before and after the hit in its session's window order."""
+    before = conn.execute(
+        f"SELECT {STORED_COLUMNS} FROM messages WHERE session_id = %s AND seq < %s "
+        "ORDER BY seq DESC, id DESC LIMIT %s".encode(),
+        (session_id, seq, count),
+    ).fetchall()
+    after = conn.execute(
+        f"SELECT {STORED_COLUMNS} FROM messages WHERE session_id = %s AND seq > %s "
+        "ORDER BY seq, id LIMIT %s".encode(),
+        (session_id, seq, count),
+    ).fetchall()
+    return [stored_from_row(r) for r in reversed(before)], [stored_from_row(r) for r in after]
+
+
+def run_search(
+    conn: Conn, query: str, scope: list[str] | None, limit: int, bookend_count: int
+) -> list[SearchHit]:
+    """Hits for ``query`` within ``scope`` (session ids; ``None`` = the whole store)."""
+    limit = search_limit(limit)
+    ranked: dict[int, float] = {}
+    words = query_words(query)
+    if words:
+        found = _words(conn, words, False, scope, limit)
+        if not found and len(words) > 1:
+            found = _words(conn, words, True, scope, limit)
+        ranked.update(found)
+    needle = substring_needle(query)
+    if needle is not None and not ranked:
+        for position, rowid in enumerate(_substring(conn, needle, scope, limit)):
+            ranked.setdefault(rowid, 1000.0 + position)
+    short = short_needle(query)
+    if short is not None and len(ranked) < limit:
+        for position, rowid in enumerate(_short(conn, short, scope, limit)):
+            if rowid not in ranked and len(ranked) < limit:
+                ranked[rowid] = 2000.0 + position
+    if not ranked:
+        return []
+    rows = {
+        int(r[0]): r
+        for r in conn.execute(
+            "SELECT id, session_id, role, content, active, timestamp, seq FROM messages "
+            "WHERE id = ANY(%s)",
+            (list(ranked),),
+        ).fetchall()
+    }
+    hits: list[SearchHit] = []
+    for rowid, score in sorted(ranked.items(), key=lambda kv: kv[1]):
+        row = rows.get(rowid)
+        if row is None:
+            continue
+        before, after = bookends(conn, row[1], row[6], max(0, int(bookend_count)))
+        hits.append(
+            SearchHit(
+                message_id=rowid,
+                session_id=row[1],
+                role=row[2],
+                content=row[3] or "",
+                score=score,
+                active=bool(row[4]),
+                timestamp=row[5],
+                before=before,
+                after=after,
+            )
+        )
+    return hits

@@ -1,0 +1,202 @@
+"""Completed Actions (R-7.2): one ``ACTION target — outcome`` line per tool call, read from the
+call's arguments and its result (exit codes, exact error lines, sizes)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from hermes_host.messages import one_line
+
+_EXIT_RES = (
+    re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"),
+    re.compile(r"(?i)\bexit(?:ed)?(?: with)?(?: status| code)?[:= ]\s*(-?\d+)\b"),
+    re.compile(r"(?i)\breturn ?code[:= ]\s*(-?\d+)\b"),
+    re.compile(r"(?i)\[process exited with code (-?\d+)\]"),
+)
+_ERROR_LINE_RE = re.compile(
+    r"\s*(?:(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Failure)\b|(?:error|fatal|ERROR|FATAL)"
+    r"(?:\[\w+\])?:|Error:|FAILED\b|E {2,}\w|\*\* \(\w|panic:|Segmentation fault)"
+)
+_ERROR_SUBSTRINGS = ("command not found", "No such file or directory")
+_ANSI_RE = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07]*\x07|[@-_])")
+
+_COMMAND_KEYS = ("command", "cmd", "script", "bash_command", "code", "input")
+_PATH_KEYS = ("file_path", "path", "filename", "file", "notebook_path", "target_file",
+              "absolute_path", "relative_path")
+_EDITOR_SUBCOMMANDS = {"view": "READ", "create": "CREATED", "str_replace": "EDITED",
+                       "insert": "EDITED", "undo_edit": "REVERTED", "write": "WROTE"}
+
+# caps: keep the extractive pass linear and the output readable
+_MAX_TARGET = 140
+_MAX_OUTCOME = 160
+_SCAN_HEAD = 3000
+_SCAN_TAIL = 3000
+
+
+def _scan_window(text: str) -> str:
+    """Head and tail of a huge text: errors and summaries live at the ends."""
+    if len(text) <= _SCAN_HEAD + _SCAN_TAIL:
+        return text
+    return text[:_SCAN_HEAD] + "\n" + text[-_SCAN_TAIL:]
+
+
+
+def _parse_args(raw: Any) -> dict[str, Any] | str:
+    if isinstance(raw, dict):
+        return raw
+    if not isinstance(raw, str):
+        return str(raw) if raw is not None else ""
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
+        return raw
+    return value if isinstance(value, dict) else raw
+
+
+def _exit_code(text: str) -> int | None:
+    for pattern in _EXIT_RES:
+        m = pattern.search(text)
+        if m:
+            try:
+                return int(m.group(1))
+            except ValueError:
+                continue
+    return None
+
+
+def _error_line(text: str) -> str | None:
+    """The most telling error line of a tool output (a traceback's last line wins)."""
+    window = _scan_window(text)
+    lines = []
+    for line in window.splitlines():
+        if _ERROR_LINE_RE.match(line) or any(s in line for s in _ERROR_SUBSTRINGS):
+            line = line.strip()
+            if line and not line.lower().startswith(("error: 0", "errors: 0")):
+                lines.append(line)
+    if not lines:
+        return None
+    if "Traceback (most recent call last)" in window:
+        return one_line(lines[-1], _MAX_OUTCOME)
+    return one_line(lines[0], _MAX_OUTCOME)
+
+
+@dataclass
+class _Action:
+    verb: str
+    target: str
+    tool: str
+    outcome: str
+    ok: bool
+    key: str
+    error: str | None = None
+    text: str = ""
+
+    def render(self, n: int, today: str | None) -> str:
+        line = f"{n}. {self.verb} {self.target} — {self.outcome} [tool: {self.tool}]"
+        return line + (f" (done before {today})" if today else "")
+
+
+
+def _command_key(command: str) -> str:
+    """``cd repo && mix test --seed 0`` and ``mix test`` are the same step for Blocked."""
+    cmd = re.sub(r"^\s*(?:cd\s+\S+\s*(?:&&|;)\s*)+", "", command)
+    cmd = re.sub(r"^(?:[A-Z_][A-Z0-9_]*=\S+\s+)+", "", cmd)
+    return " ".join(cmd.split()[:2])
+
+
+def _describe_call(name: str, args: dict[str, Any] | str) -> tuple[str, str, str]:
+    """(VERB, target, key) for one tool call."""
+    lname = name.lower()
+    if isinstance(args, str):
+        target = f"`{one_line(args, _MAX_TARGET)}`" if args.strip() else "(no arguments)"
+        verb = "RAN" if any(w in lname for w in ("bash", "shell", "terminal", "exec")) else \
+            name.upper()
+        return verb, target, args.strip()[:200]
+    path = next((str(args[k]) for k in _PATH_KEYS if isinstance(args.get(k), str)), None)
+    command = next((str(args[k]) for k in _COMMAND_KEYS if isinstance(args.get(k), str)), None)
+    if command is not None and path is not None and command in _EDITOR_SUBCOMMANDS:
+        return _EDITOR_SUBCOMMANDS[command], f"`{path}`", path
+    if command is not None and not (path and "editor" in lname):
+        first = command.strip().splitlines()[0] if command.strip() else command
+        more = " …" if command.strip().count("\n") else ""
+        return "RAN", f"`{one_line(first, _MAX_TARGET)}`{more}", _command_key(first)
+    for key in ("query", "pattern", "q", "search", "regex"):
+        if isinstance(args.get(key), str):
+            where = args.get("path") or args.get("glob") or ""
+            target = f"`{one_line(args[key], 80)}`" + (f" in `{where}`" if where else "")
+            return "SEARCHED", target, f"{key}:{args[key]}"
+    if path is not None:
+        if any(w in lname for w in ("read", "view", "cat", "open", "get")):
+            verb = "READ"
+        elif any(w in lname for w in ("write", "create", "save")):
+            verb = "WROTE"
+        elif any(w in lname for w in ("edit", "replace", "patch", "update", "apply")):
+            verb = "EDITED"
+        elif any(w in lname for w in ("delete", "remove")):
+            verb = "DELETED"
+        else:
+            verb = name.upper()
+        return verb, f"`{path}`", path
+    for key in ("url", "uri"):
+        if isinstance(args.get(key), str):
+            return "FETCHED" if "fetch" in lname else "OPENED", args[key], args[key]
+    shown = ", ".join(
+        f"{k}={one_line(json.dumps(v, ensure_ascii=False, default=str), 40)}"
+        for k, v in list(args.items())[:4]
+    )
+    return name.upper(), f"({one_line(shown, _MAX_TARGET)})" if shown else "()", \
+        f"{name}:{shown}"
+
+
+def _describe_result(verb: str, result: str | None) -> tuple[str, bool, str | None]:
+    """(outcome text, ok, exact error line) from a tool result."""
+    if result is None:
+        return "no result recorded", False, None
+    text = _ANSI_RE.sub("", result) if "\x1b" in result else result
+    stripped = text.strip()
+    n_lines = stripped.count("\n") + 1 if stripped else 0
+    code = _exit_code(text)
+    if n_lines == 1 and _PRUNED_LINE_RE.match(stripped):
+        # sizes and exit codes of the original, not of its one-line stand-in
+        described = stripped.split("] ", 1)[1]
+        if " -> " in described:
+            described = described.split(" -> ", 1)[1]
+        else:
+            described = re.sub(r"^read \S+ (?=from line)", "", described)
+        return one_line(described, _MAX_OUTCOME), code in (None, 0), None
+    error = _error_line(text)
+    parts: list[str] = []
+    ok = True
+    if code is not None:
+        parts.append(f"exit {code}")
+        ok = code == 0
+    if code not in (None, 0) or (code is None and error and n_lines <= 60):
+        if error:
+            parts.append(f"error: {error}")
+        ok = False
+    elif code is None and error and n_lines > 60 and verb == "RAN":
+        parts.append(f"output mentions: {error}")
+    if verb in ("READ", "OPENED", "FETCHED"):
+        parts.append(f"{_plural(n_lines, 'line')} ({len(text):,} chars)")
+    elif not stripped:
+        parts.append("no output")
+    elif n_lines == 1 and len(stripped) <= 80 and not error:
+        parts.append(f"output `{stripped}`")
+    elif n_lines == 1:
+        parts.append(f"1-line output ({len(stripped):,} chars)")
+    else:
+        parts.append(f"{_plural(n_lines, 'line')} output")
+    return ", ".join(parts), ok, error
+
+
+
+_PRUNED_LINE_RE = re.compile(r"^\[[\w .:-]{1,40}\] \S.{8,400}$")
+"""A one-line stand-in the prune step left for an old tool output (``[read_file] read a.py
+from line 1 (3,400 chars)``): it already describes the original, so it is the outcome."""
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"

@@ -1,0 +1,134 @@
+"""After a turn (SPEC sections 4 and 5): usage, the ``should_compress`` decision (the host's own
+threshold rule when the engine fails) and the durable guards it reads (R-5.3).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from hermes_host import guards as guard_rules
+from hermes_host.models import (
+    CompressDecision,
+    GuardState,
+    Message,
+    SessionEvent,
+    ShouldCompressRequest,
+)
+from hermes_host.session.reports import (
+    TurnOutcome,
+)
+
+if TYPE_CHECKING:
+    from hermes_host.session import Session
+
+log = logging.getLogger("hermes_host.host")
+
+
+def end_turn(session: Session, usage: Mapping[str, Any] | Any | None = None) -> TurnOutcome:
+    """:meth:`Session.end_turn`."""
+    host = session.host
+    session._sync()
+    prompt_tokens = session._record_usage(usage)
+    turn_messages = session._window[session._turn_start :]
+    session._turn_start = len(session._window)
+    host._broadcast("on_turn_complete", SessionEvent(
+        session_id=session.id, reason="turn", messages=turn_messages
+    ))
+    base = session.window()
+    tokens = session.window_tokens
+    guards = session._guards()
+    decision, decided_by = session._decide(base, tokens, prompt_tokens, guards)
+    session.last_decision = (decision, decided_by)
+    outcome = TurnOutcome(
+        session_id=session.id, decision=decision, decided_by=decided_by, window_tokens=tokens
+    )
+    if decision.compress:
+        report = session._compression_pass(force=False, events=outcome.events)
+        outcome.compression = report
+        outcome.session_id = session.id
+        outcome.window_tokens = session.window_tokens
+    session.events.extend(outcome.events)
+    return outcome
+
+
+def record_usage(session: Session, usage: Mapping[str, Any] | Any | None) -> int | None:
+    if usage is None:
+        return None
+
+    def get(name: str) -> int:
+        value = usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
+        return int(value) if isinstance(value, int | float) else 0
+
+    prompt = get("prompt_tokens") or get("input_tokens")
+    session.host.store.add_usage(
+        session.id,
+        input_tokens=prompt,
+        output_tokens=get("completion_tokens") or get("output_tokens"),
+        cache_read_tokens=get("cache_read_tokens") or get("cache_read_input_tokens"),
+        cache_write_tokens=get("cache_write_tokens") or get("cache_creation_input_tokens"),
+        reasoning_tokens=get("reasoning_tokens"),
+    )
+    if prompt:
+        session.last_prompt_tokens = prompt
+        return prompt
+    return None
+
+
+def guards(session: Session) -> GuardState:
+    """The durable guards, re-read from the store before every decision (R-5.3)."""
+    return session.host.store.read_guards(session.id).as_guard_state(time.time())
+
+
+def decide(
+    session: Session,
+    base: list[Message],
+    tokens: int,
+    prompt_tokens: int | None,
+    guards: GuardState,
+) -> tuple[CompressDecision, str]:
+    host = session.host
+    model = host.config.model
+    settings = host.config.compression
+    chain = host.chain("should_compress")
+    # Overflow, or a window grown materially since the last ineffective attempt:
+    # anti-thrash yields for one more attempt (the cooldown does not; guards.rearmed).
+    guards = guard_rules.rearmed(guards, tokens, model.context_length)
+    if chain:
+        request = ShouldCompressRequest(
+            session_id=session.id,
+            messages=base,
+            prompt_tokens=prompt_tokens,
+            current_tokens=tokens,
+            context_length=model.context_length,
+            max_output_tokens=model.max_output_tokens,
+            model=model.name,
+            compression_count=session.compression_count,
+            guards=guards,
+            compression=settings,
+        )
+        value, stamps = host.runner.first_result("should_compress", chain, request)
+        if isinstance(value, CompressDecision):
+            engine = next(s.plugin for s in stamps if s.adopted)
+            blocked = guard_rules.blocked_reason(guards, tokens, model.context_length)
+            if value.compress and blocked is not None:
+                # The durable guards bind every engine (R-5): never thrash or ignore a
+                # cooldown because an engine forgot to look.
+                return (
+                    value.model_copy(update={"compress": False, "reason": blocked}),
+                    f"engine:{engine}+guards",
+                )
+            return value, f"engine:{engine}"
+    effective = prompt_tokens or tokens
+    return (
+        guard_rules.host_decision(
+            tokens=effective,
+            context_length=model.context_length,
+            settings=settings,
+            guards=guards,
+            model=model.name,
+        ),
+        "host",
+    )
