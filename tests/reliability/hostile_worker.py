@@ -2,7 +2,7 @@
 holder must not take the test runner down with it).
 
 ``python hostile_worker.py CASE[,CASE…] ISOLATION DIR`` runs, per case, ``TURNS`` turns
-against a fresh host with a :class:`hostile_engines.Hostile` engine and prints one JSON line
+against a fresh host with a :class:`rel_hostile_engines.Hostile` engine and prints one JSON line
 per case (cases run one after the other in this process): the latency of every
 fenced step minus its timeout, the provenance records seen, and the checks that failed
 (empty when the original window and the store survived every turn).  With ``ISOLATION``
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hostile_engines import MARK, Hostile
+from rel_hostile_engines import MARK, Hostile
 from reliability_figures import scaled
 
 from hermes_host.host import ContextHost

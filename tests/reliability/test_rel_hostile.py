@@ -1,7 +1,7 @@
 """Hostile engines × isolation modes (issue 13, R-0.4, R-10.2).
 
 Every cell runs ``hostile_worker.py`` in a real subprocess: a few turns against an engine
-whose ``select_context`` and ``compress`` misbehave (see ``hostile_engines.py``), each hook
+whose ``select_context`` and ``compress`` misbehave (see ``rel_hostile_engines.py``), each hook
 with a 0.5 s timeout.  Every cell must keep the original window (the request is the
 session's own window, the store holds exactly what was written), leave a provenance record
 for every call, and never delay a step by more than ``SLACK`` past its timeout (issue 13
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostile_engines import CASES
+from rel_hostile_engines import CASES
 from reliability_figures import record, size
 
 HERE = Path(__file__).resolve().parent
