@@ -1,5 +1,5 @@
 """Every check a developer or CI runs, by name: ``nox -s tests``, ``lint``, ``typecheck``,
-``bench``, ``demo``, ``docs``.
+``bench``, ``reliability``, ``demo``, ``docs``.
 
 Engine and store distributions are found by globbing ``plugins/*/pyproject.toml``,
 ``contrib_engines/*/pyproject.toml`` and ``contrib_stores/*/pyproject.toml``: adding a folder
@@ -159,6 +159,36 @@ def bench(session: nox.Session) -> None:
     session.log(f"{len(checks) - len(missed)} of {len(checks)} benchmark targets met")
     if check and missed:
         session.error(f"{len(missed)} benchmark target(s) missed (see the MISSED lines)")
+
+
+RELIABILITY_TESTS = [
+    "tests/reliability",
+    "tests/test_store_crash.py",
+    "tests/test_host_concurrency.py",
+    "tests/test_secrets_e2e.py",
+    "tests/test_host_cooldown_e2e.py",
+    "tests/test_host_openai_failures.py",
+]
+
+
+@nox.session(python=PYTHON)
+def reliability(session: nox.Session) -> None:
+    """The reliability suite at full size (issue 13), then its figures in
+    ``docs/reliability.md``: SIGKILL trials, processes sharing sessions, fuzzing, hostile
+    engines, secrets end to end, summariser faults.  ``nox -s tests`` runs the same tests at
+    the reduced ``ci`` size (``HERMES_HOST_RELIABILITY_SIZE``).  Arguments go to pytest."""
+    install_all(session)
+    figures = Path(session.create_tmp()).resolve() / "reliability-figures.jsonl"
+    figures.unlink(missing_ok=True)
+    env = {**transcripts_env(), "HERMES_HOST_RELIABILITY_SIZE": "full",
+           "HERMES_HOST_RELIABILITY_FIGURES": str(figures)}
+    try:
+        session.run("pytest", "-q", "-rxXs", *session.posargs,
+                    *[str(ROOT / t) for t in RELIABILITY_TESTS], env=env)
+    finally:  # a failed run still shows what it measured (the failing test records nothing)
+        session.run("python", str(ROOT / "tests" / "reliability" / "render_figures.py"),
+                    str(figures), str(ROOT / "docs" / "reliability.md"))
+        session.log("figures written to docs/reliability.md")
 
 
 @nox.session(python=PYTHON)

@@ -899,12 +899,12 @@ def _redact_arguments(arguments: Any) -> Any:
 def _redact_argument_text(arguments: str) -> Any:
     try:
         decoded = json.loads(arguments)
-    except ValueError:
+        cleaned = redact_value(decoded)
+        if cleaned == decoded:
+            return redact(arguments)
+        return redact(json.dumps(cleaned, ensure_ascii=False))
+    except (ValueError, RecursionError):  # not JSON, or nested too deep: redact the text
         return redact(arguments)
-    cleaned = redact_value(decoded)
-    if cleaned == decoded:
-        return redact(arguments)
-    return redact(json.dumps(cleaned, ensure_ascii=False))
 
 
 _TEXT_KEYS = ("content", "reasoning_content", "reasoning", "thinking")

@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import os
 import random
-import select
-import signal
 import sqlite3
 import sys
-import warnings
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from store_helpers import compressed_window, conversation, fts_integrity
+from reliability_figures import record
+from store_helpers import (
+    compressed_window,
+    conversation,
+    fork_child,
+    fts_integrity,
+    kill_at_random,
+)
 
 from hermes_host.store import Lease, open_store
 from hermes_host.tokens import count_text
@@ -33,35 +36,6 @@ pytestmark = [
     pytest.mark.slow,  # ~15-25 s: 200 forked children killed mid-publish
     pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork (POSIX)"),
 ]
-
-
-def _fork_child(body: Callable[[int], None]) -> tuple[int, int]:
-    """Fork a child that runs ``body(ready_fd)`` forever; returns (pid, read end)."""
-    read_fd, write_fd = os.pipe()
-    with warnings.catch_warnings():  # 3.12+ warns about fork with threads; we never share state
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child, which only ever dies by SIGKILL
-        try:
-            os.close(read_fd)
-            body(write_fd)
-        except BaseException:
-            os._exit(3)
-        os._exit(0)
-    os.close(write_fd)
-    return pid, read_fd
-
-
-def _kill_at_random(pid: int, read_fd: int, rng: random.Random, max_delay: float) -> None:
-    ready, _, _ = select.select([read_fd], [], [], 30)
-    assert ready, "child never became ready"
-    assert os.read(read_fd, 1) == b"r"
-    if rng.random() < 0.9:
-        select.select([], [], [], rng.uniform(0, max_delay))
-    os.kill(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
-    os.close(read_fd)
-    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, status
 
 
 def _rows(path: Path, sql: str, params: tuple = ()) -> list[tuple]:
@@ -93,8 +67,8 @@ def test_sigkill_during_in_place_publish_is_all_or_nothing_R_8_2(tmp_path: Path)
     rng = random.Random(1234)
     seen_counts: set[int] = set()
     for kill in range(KILLS):
-        pid, read_fd = _fork_child(publish_forever)
-        _kill_at_random(pid, read_fd, rng, 0.012)
+        pid, read_fd = fork_child(publish_forever)
+        kill_at_random(pid, read_fd, rng, 0.012)
         fts_integrity(db)
         check = open_store(db)
         count = check.get_session(session.id).compression_count
@@ -113,6 +87,9 @@ def test_sigkill_during_in_place_publish_is_all_or_nothing_R_8_2(tmp_path: Path)
         check.close()
         seen_counts.add(count)
     assert len(seen_counts) > KILLS // 4, "kills never landed between publishes"
+    record("sigkill", workload="publish loop (store level), in_place", trials=KILLS,
+           acked=None, lost=0, duplicated=0, compressions=max(seen_counts),
+           killed_mid_compaction=None, rows=None)
 
 
 def test_sigkill_during_rotate_publish_is_all_or_nothing_R_8_1(tmp_path: Path) -> None:
@@ -137,8 +114,8 @@ def test_sigkill_during_rotate_publish_is_all_or_nothing_R_8_1(tmp_path: Path) -
 
     rng = random.Random(4321)
     for _ in range(KILLS):
-        pid, read_fd = _fork_child(rotate_forever)
-        _kill_at_random(pid, read_fd, rng, 0.012)
+        pid, read_fd = fork_child(rotate_forever)
+        kill_at_random(pid, read_fd, rng, 0.012)
         fts_integrity(db)
         check = open_store(db)
         tip = check.resume("crash")
@@ -157,6 +134,9 @@ def test_sigkill_during_rotate_publish_is_all_or_nothing_R_8_1(tmp_path: Path) -
             assert _rows(db, "SELECT count(*) FROM messages")[0][0] == len(original) + len(window)
         check.close()
     assert len(chain) > KILLS // 4, "kills never landed between publishes"
+    record("sigkill", workload="publish loop (store level), rotate", trials=KILLS,
+           acked=None, lost=0, duplicated=0, compressions=len(chain) - 1,
+           killed_mid_compaction=None, rows=None)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -35,6 +35,7 @@ from hermes_host.session.reports import (
 from hermes_host.session.user_control import reset_due
 from hermes_host.session.window import _WindowScan
 from hermes_host.store import (
+    Lease,
     PublishResult,
     StaleSessionError,
     WindowMarker,
@@ -103,6 +104,11 @@ class Session:
         "Compacting context" marker *before* the summariser runs, so a front end can show a
         "Summarizing…" state instead of a silent pause.  Exceptions it raises are ignored."""
         self._window_cache: tuple[tuple[int, int], list[Message], int] | None = None
+        self._settled = True
+        """False while the window may hold rows the marker does not cover (sync.follow)."""
+        self._unreleased: Lease | None = None
+        """A lease whose release the store refused (a full disk): released first thing at
+        the next compression pass, so it does not block this session for its whole TTL."""
         self._running = RunningTotal(counter=host.tokens)  # per message of the cached window
         self._scan = _WindowScan()
         self._cache_clean = False  # the cached window is the raw window as is (no repair)

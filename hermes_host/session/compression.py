@@ -33,6 +33,7 @@ from hermes_host.session.window import (
 from hermes_host.store import (
     Deferred,
     Guards,
+    Lease,
     LeaseLostError,
     StaleWindowError,
     StoreError,
@@ -103,6 +104,7 @@ def compression_pass(
             "rejected", "no_engine",
             message="compression skipped: no installed engine answers 'compress'",
         )
+    release_unreleased(session, events)
     lease = store.acquire_lease(sid)
     if isinstance(lease, Deferred):
         # R-10.1: not an exhaustion, not a failure; the guards stay as they are.
@@ -120,6 +122,12 @@ def compression_pass(
                 "deferred", "compression_deferred",
                 message="compression skipped: another process compressed this "
                 f"conversation meanwhile (now session {session.id})",
+            )
+        if not session._settled:
+            return report(
+                "deferred", "compression_deferred",
+                message="compression skipped: other processes kept writing to this "
+                "conversation while its window was read; the next turn tries again",
             )
         base = session.window()
         tokens_before = session.window_tokens
@@ -269,7 +277,24 @@ def compression_pass(
             published_messages=len(new_window), **common,
         )
     finally:
-        store.release_lease(lease)
+        release(session, lease, events)
+
+
+def release(session: Session, lease: Lease, events: list[str]) -> None:
+    """Release the compression lease; a store that refuses even that (its disk is full) must
+    not turn the pass's report into an exception: say so, and retry next pass."""
+    try:
+        session.host.store.release_lease(lease)
+    except StoreError as exc:
+        session._unreleased = lease
+        session._emit(events, f"compression lease not released: {exc}; retried at the next "
+                              "compression (it expires after store.lease_ttl_seconds anyway)")
+
+
+def release_unreleased(session: Session, events: list[str]) -> None:
+    lease, session._unreleased = session._unreleased, None
+    if lease is not None:
+        release(session, lease, events)
 
 
 def emit(session: Session, events: list[str], line: str) -> None:

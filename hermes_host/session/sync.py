@@ -26,6 +26,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hermes_host.host")
 
+FOLLOW_TRIES = 20
+"""Re-reads of a window another process keeps changing before :func:`follow` settles for a
+marker that may be older than the window (the next check then notices)."""
+
 
 def sync(session: Session) -> None:
     """Take the window from the store if another process changed it since our last
@@ -39,6 +43,17 @@ def follow(session: Session, marker: WindowMarker) -> None:
     host, store = session.host, session.host.store
     previous = session.id
     window = store.active_messages(marker.session_id)
+    session._settled = False
+    for _ in range(FOLLOW_TRIES):
+        # The marker and the window are two reads: a write in between would put rows in the
+        # window that the marker does not cover, and a compression's snapshot (the marker)
+        # would then carry them over *and* keep the engine's copy (issue 13).
+        again = store.window_marker(marker.session_id)
+        if again == marker:
+            session._settled = True
+            break
+        marker = again
+        window = store.active_messages(marker.session_id)
     if window and window[0].get("role") == "system":
         window = window[1:]  # stored by an import or an older front end: not the window
     row = store.get_session(marker.session_id)

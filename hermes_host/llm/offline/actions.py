@@ -51,7 +51,7 @@ def _parse_args(raw: Any) -> dict[str, Any] | str:
         return str(raw) if raw is not None else ""
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
         return raw
     return value if isinstance(value, dict) else raw
 

@@ -43,7 +43,7 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
         return {}
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than the parser's recursion limit
         return {}
     return value if isinstance(value, dict) else {}
 

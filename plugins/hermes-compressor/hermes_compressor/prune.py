@@ -210,10 +210,10 @@ def truncate_call_args(
                 continue
             try:
                 parsed = json.loads(raw)
-            except ValueError:
+                value, did = _clip_value(parsed, keep_chars)
+            except (ValueError, RecursionError):  # not JSON, or nested too deep to walk
                 new_calls.append(call)
                 continue
-            value, did = _clip_value(parsed, keep_chars)
             if not did:
                 new_calls.append(call)
                 continue
