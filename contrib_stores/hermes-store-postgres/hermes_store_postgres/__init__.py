@@ -92,6 +92,18 @@ class PostgresStore(PublishRooms):
             conn.execute("SELECT setval(pg_get_serial_sequence('messages', 'id'), "
                          "coalesce((SELECT max(id) FROM messages), 0) + 1, false)")
 
+    @errors("indexing for search")
+    def index_pending(self) -> int:
+        """Merge the word and substring indexes' pending lists into their trees (GIN's
+        deferred indexing, see :mod:`.schema`); returns how many pending-list pages it
+        merged.  Search finds pending rows either way; merged, it finds them faster."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT gin_clean_pending_list('messages_words'::regclass) + "
+                "gin_clean_pending_list('messages_substring'::regclass)"
+            ).fetchone()
+        return int(row[0]) if row else 0
+
     @errors("searching")
     def session_search(
         self,

@@ -140,8 +140,20 @@ CREATE TABLE engine_state (
 );
 """
 
+# GIN's own deferred indexing: a write appends its index entries to the index's pending
+# list and the entries are merged into the tree later (by autovacuum, by the write that
+# overflows the list, or by index_pending()).  Searches read the pending list too, so a
+# committed row is found at once.  4 MB (the default) overflows every batch or two of
+# bulk appends, and the merge then runs inside the appending transaction; 64 MB leaves it
+# to autovacuum and index_pending().
+_V2 = """
+ALTER INDEX messages_words SET (gin_pending_list_limit = 65536);
+ALTER INDEX messages_substring SET (gin_pending_list_limit = 65536);
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, messages, word and substring indexes, leases, engine state", _V1),
+    Migration(2, "larger GIN pending lists: bulk appends leave the index merge to later", _V2),
 ]
 LATEST_VERSION = MIGRATIONS[-1].version
 
