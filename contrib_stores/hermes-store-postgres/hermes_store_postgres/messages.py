@@ -25,6 +25,20 @@ from hermes_store_postgres.sessions import SessionRooms
 __all__ = ["MessageRooms"]
 
 _TYPES = {"observed": "integer"}
+STAGE_MIN = 64
+"""Batches of at least this many rows go through COPY; smaller ones (a turn's two or three
+messages) bind arrays to one ``INSERT … SELECT FROM unnest(…)``, one round trip fewer."""
+_UNNEST = ", ".join(
+    ["%s::bigint[]", "%s::integer[]"] + [f"%s::{_TYPES.get(c, 'text')}[]" for c in ROW_COLUMNS]
+)
+_INSERT_ARRAYS = (
+    f"INSERT INTO messages (session_id, timestamp, seq, token_count, {MSG_COLS}, "
+    "search_vector) "
+    f"SELECT %s, %s, %s + u.pos, u.tokens, {', '.join('u.' + c for c in ROW_COLUMNS)}, "
+    f"{SEARCH_VECTOR.format(content='u.content')} "
+    f"FROM unnest({_UNNEST}) AS u(pos, tokens, {MSG_COLS}) ORDER BY u.pos "
+    "RETURNING id, seq"
+).encode()
 _STAGE = "hermes_append"
 _STAGE_DDL = (
     f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} (pos bigint, tokens integer, "
@@ -83,6 +97,11 @@ class MessageRooms(SessionRooms):
             ).fetchone()
             base = int(row[0]) if row else 0
         where = range(len(prepared)) if positions is None else positions
+        if len(prepared) < STAGE_MIN:
+            columns: list[list[Any]] = [[p + 1 for p in where], [t for t, _ in prepared]]
+            columns += [list(c) for c in zip(*(v for _, v in prepared), strict=True)]
+            rows = conn.execute(_INSERT_ARRAYS, (session_id, now, base, *columns)).fetchall()
+            return [int(r[0]) for r in sorted(rows, key=lambda r: int(r[1]))]
         # COPY into a per-connection staging table (emptied at commit), then one
         # INSERT … SELECT: COPY's row format is written by psycopg's C code, where bound
         # arrays were dumped element by element in Python (about a third of a batch's time).

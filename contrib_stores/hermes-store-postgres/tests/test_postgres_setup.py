@@ -223,3 +223,39 @@ def test_pending_gin_entries_are_searchable_before_and_after_the_merge_issue_16(
         assert after == before
     finally:
         store.close()
+
+
+def test_copy_and_array_append_paths_store_the_same_rows_issue_16(pg_url: str) -> None:
+    """Issue 16 (bulk append): a batch of ``STAGE_MIN`` or more rows goes through COPY, a
+    smaller one through bound arrays; both store the same columns, token counts and window
+    order for the same messages."""
+    from hermes_store_postgres.messages import STAGE_MIN
+
+    def batch(n: int) -> list[dict[str, object]]:
+        out: list[dict[str, object]] = []
+        for i in range(n):
+            if i % 3 == 0:
+                out.append({"role": "assistant", "content": None, "finish_reason": "tool_calls",
+                            "tool_calls": [{"id": f"c{i}", "type": "function", "function": {
+                                "name": "terminal", "arguments": "{\"cmd\": \"ls\"}"}}]})
+            elif i % 3 == 1:
+                out.append({"role": "tool", "content": f"out\t{i}\nline \\ two",
+                            "tool_call_id": f"c{i - 1}", "name": "terminal"})
+            else:
+                out.append({"role": "user", "content": f"naïve Überprüfung {i} 日本語"})
+        return out
+
+    store = PostgresStore(pg_url)
+    try:
+        rows = {}
+        for n in (STAGE_MIN - 1, STAGE_MIN):
+            sid = store.create_session().id
+            ids = store.append_messages(sid, batch(n), token_counts=list(range(n)))
+            stored = store.all_messages(sid)
+            assert [m.id for m in stored] == ids
+            rows[n] = [(m.token_count, m.message) for m in stored]
+        assert rows[STAGE_MIN][: STAGE_MIN - 1] == rows[STAGE_MIN - 1]
+        assert [t for t, _ in rows[STAGE_MIN]] == list(range(STAGE_MIN))
+        assert [m for _, m in rows[STAGE_MIN]] == batch(STAGE_MIN)  # stored verbatim
+    finally:
+        store.close()
