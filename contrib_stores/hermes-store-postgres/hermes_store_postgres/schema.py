@@ -140,25 +140,8 @@ CREATE TABLE engine_state (
 );
 """
 
-# GIN's own deferred indexing: a write appends its index entries to the index's pending
-# list and the entries are merged into the tree later (by autovacuum, by the write that
-# overflows the list, or by index_pending()).  Searches read the pending list too, so a
-# committed row is found at once.  4 MB (the default) overflows every batch or two of
-# bulk appends, and the merge then runs inside the appending transaction; 64 MB leaves it
-# to autovacuum and index_pending().  A search reads the pending list linearly, so the
-# table is also vacuumed (which merges the lists in the background) every 20,000 inserted
-# rows instead of PostgreSQL's default of 20 % of the table: a 1M-message store would
-# otherwise wait for 200,000 inserts and search a full 64 MB list meanwhile.
-_V2 = """
-ALTER INDEX messages_words SET (gin_pending_list_limit = 65536);
-ALTER INDEX messages_substring SET (gin_pending_list_limit = 65536);
-ALTER TABLE messages SET (autovacuum_vacuum_insert_threshold = 20000,
-                          autovacuum_vacuum_insert_scale_factor = 0);
-"""
-
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, messages, word and substring indexes, leases, engine state", _V1),
-    Migration(2, "larger GIN pending lists: bulk appends leave the index merge to later", _V2),
 ]
 LATEST_VERSION = MIGRATIONS[-1].version
 
