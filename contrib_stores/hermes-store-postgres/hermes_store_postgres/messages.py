@@ -1,10 +1,11 @@
 """The PostgreSQL store's messages room: append, the window, guards, usage and engine state
 (R-5.3, R-9.2).
 
-A batch goes in as **one** ``INSERT … SELECT FROM unnest(arrays)``: one round trip and one
-statement however long the batch.  Appends to one session serialise on its ``sessions`` row
-(the ``UPDATE`` that stamps its activity takes the row lock first), so window positions
-(``seq``) and ids grow in commit order within a session even with many hosts writing.
+A batch goes in as ``COPY`` into a temporary staging table and **one** ``INSERT … SELECT``
+from it: three round trips and one insert statement however long the batch.  Appends to
+one session serialise on its ``sessions`` row (the ``UPDATE`` that stamps its activity
+takes the row lock first), so window positions (``seq``) and ids grow in commit order
+within a session even with many hosts writing.
 """
 
 from __future__ import annotations
@@ -24,15 +25,33 @@ from hermes_store_postgres.sessions import SessionRooms
 __all__ = ["MessageRooms"]
 
 _TYPES = {"observed": "integer"}
+STAGE_MIN = 64
+"""Batches of at least this many rows go through COPY; smaller ones (a turn's two or three
+messages) bind arrays to one ``INSERT … SELECT FROM unnest(…)``, one round trip fewer."""
 _UNNEST = ", ".join(
     ["%s::bigint[]", "%s::integer[]"] + [f"%s::{_TYPES.get(c, 'text')}[]" for c in ROW_COLUMNS]
 )
-_INSERT = (
+_INSERT_ARRAYS = (
     f"INSERT INTO messages (session_id, timestamp, seq, token_count, {MSG_COLS}, "
     "search_vector) "
     f"SELECT %s, %s, %s + u.pos, u.tokens, {', '.join('u.' + c for c in ROW_COLUMNS)}, "
     f"{SEARCH_VECTOR.format(content='u.content')} "
     f"FROM unnest({_UNNEST}) AS u(pos, tokens, {MSG_COLS}) ORDER BY u.pos "
+    "RETURNING id, seq"
+).encode()
+_STAGE = "hermes_append"
+_STAGE_DDL = (
+    f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} (pos bigint, tokens integer, "
+    + ", ".join(f"{c} {_TYPES.get(c, 'text')}" for c in ROW_COLUMNS)
+    + ") ON COMMIT DELETE ROWS"
+).encode()
+_COPY = f"COPY {_STAGE} (pos, tokens, {MSG_COLS}) FROM STDIN".encode()
+_INSERT = (  # consumes the staged rows: a second batch in one transaction starts empty
+    f"WITH u AS (DELETE FROM {_STAGE} RETURNING *) "
+    f"INSERT INTO messages (session_id, timestamp, seq, token_count, {MSG_COLS}, search_vector) "
+    f"SELECT %s, %s, %s + u.pos, u.tokens, {', '.join('u.' + c for c in ROW_COLUMNS)}, "
+    f"{SEARCH_VECTOR.format(content='u.content')} "
+    "FROM u ORDER BY u.pos "
     "RETURNING id, seq"
 ).encode()
 
@@ -77,10 +96,20 @@ class MessageRooms(SessionRooms):
                 (session_id,),
             ).fetchone()
             base = int(row[0]) if row else 0
-        where = list(range(len(prepared))) if positions is None else list(positions)
-        columns: list[list[Any]] = [[p + 1 for p in where], [tokens for tokens, _ in prepared]]
-        columns += [list(col) for col in zip(*(values for _, values in prepared), strict=True)]
-        rows = conn.execute(_INSERT, (session_id, now, base, *columns)).fetchall()
+        where = range(len(prepared)) if positions is None else positions
+        if len(prepared) < STAGE_MIN:
+            columns: list[list[Any]] = [[p + 1 for p in where], [t for t, _ in prepared]]
+            columns += [list(c) for c in zip(*(v for _, v in prepared), strict=True)]
+            rows = conn.execute(_INSERT_ARRAYS, (session_id, now, base, *columns)).fetchall()
+            return [int(r[0]) for r in sorted(rows, key=lambda r: int(r[1]))]
+        # COPY into a per-connection staging table (emptied at commit), then one
+        # INSERT … SELECT: COPY's row format is written by psycopg's C code, where bound
+        # arrays are dumped element by element in Python (≈ 56 ms of a 1,000-row batch).
+        conn.execute(_STAGE_DDL)
+        with conn.cursor().copy(_COPY) as copy:
+            for pos, (tokens, values) in zip(where, prepared, strict=True):
+                copy.write_row((pos + 1, tokens, *values))
+        rows = conn.execute(_INSERT, (session_id, now, base)).fetchall()
         return [int(r[0]) for r in sorted(rows, key=lambda r: int(r[1]))]
 
     @errors("appending messages")

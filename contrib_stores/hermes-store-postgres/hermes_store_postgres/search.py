@@ -100,21 +100,35 @@ def _short(conn: Conn, needle: str, scope: list[str] | None, limit: int) -> list
     return [int(r[0]) for r in rows]
 
 
+_INNER = ", ".join("b." + c.strip() for c in STORED_COLUMNS.split(","))
+
+
 def bookends(
-    conn: Conn, session_id: str, seq: int, count: int
-) -> tuple[list[StoredMessage], list[StoredMessage]]:
-    """The ``count`` rows before and after the hit in its session's window order."""
-    before = conn.execute(
-        f"SELECT {STORED_COLUMNS} FROM messages WHERE session_id = %s AND seq < %s "
-        "ORDER BY seq DESC, id DESC LIMIT %s".encode(),
-        (session_id, seq, count),
+    conn: Conn, hits: list[tuple[int, str, int]], count: int
+) -> dict[int, tuple[list[StoredMessage], list[StoredMessage]]]:
+    """For each ``(id, session_id, seq)`` hit, the ``count`` rows before and after it in its
+    session's window order — one statement for every hit (a ``LATERAL`` pair of index
+    scans each), not two round trips per hit."""
+    out: dict[int, tuple[list[StoredMessage], list[StoredMessage]]] = {
+        h[0]: ([], []) for h in hits}
+    if count <= 0 or not hits:
+        return out
+    rows = conn.execute(
+        f"SELECT h.id, b.side, b.k, {_INNER} "
+        "FROM unnest(%s::bigint[], %s::text[], %s::bigint[]) AS h(id, sid, seq) "
+        "CROSS JOIN LATERAL ("
+        f"(SELECT -1 AS side, seq AS k, {STORED_COLUMNS} FROM messages "
+        " WHERE session_id = h.sid AND seq < h.seq ORDER BY seq DESC, id DESC LIMIT %s) "
+        "UNION ALL "
+        f"(SELECT 1 AS side, seq AS k, {STORED_COLUMNS} FROM messages "
+        " WHERE session_id = h.sid AND seq > h.seq ORDER BY seq, id LIMIT %s)) b "
+        "ORDER BY h.id, b.side, b.k, b.id".encode(),
+        ([h[0] for h in hits], [h[1] for h in hits], [h[2] for h in hits], count, count),
     ).fetchall()
-    after = conn.execute(
-        f"SELECT {STORED_COLUMNS} FROM messages WHERE session_id = %s AND seq > %s "
-        "ORDER BY seq, id LIMIT %s".encode(),
-        (session_id, seq, count),
-    ).fetchall()
-    return [stored_from_row(r) for r in reversed(before)], [stored_from_row(r) for r in after]
+    for row in rows:
+        before, after = out[int(row[0])]
+        (before if row[1] < 0 else after).append(stored_from_row(row[3:]))
+    return out
 
 
 def run_search(
@@ -148,12 +162,14 @@ def run_search(
             (list(ranked),),
         ).fetchall()
     }
+    order = [(rowid, score) for rowid, score in sorted(ranked.items(), key=lambda kv: kv[1])
+             if rowid in rows]
+    around = bookends(conn, [(i, rows[i][1], int(rows[i][6])) for i, _ in order],
+                      max(0, int(bookend_count)))
     hits: list[SearchHit] = []
-    for rowid, score in sorted(ranked.items(), key=lambda kv: kv[1]):
-        row = rows.get(rowid)
-        if row is None:
-            continue
-        before, after = bookends(conn, row[1], row[6], max(0, int(bookend_count)))
+    for rowid, score in order:
+        row = rows[rowid]
+        before, after = around[rowid]
         hits.append(
             SearchHit(
                 message_id=rowid,

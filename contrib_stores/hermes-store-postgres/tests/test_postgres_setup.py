@@ -12,7 +12,8 @@ import pytest
 from psycopg import sql
 
 from hermes_host.store import Lease, SchemaTooNewError, StoreError, open_store
-from hermes_store_postgres import LATEST_VERSION, PostgresStore
+from hermes_store_postgres import PostgresStore
+from hermes_store_postgres.schema import MIGRATIONS
 from hermes_store_postgres.testing import TestServer
 
 
@@ -34,9 +35,10 @@ def test_migrations_are_versioned_and_idempotent_issue_16(
     schema = pg_url.rsplit("schema=", 1)[1]
     with hermes_postgres.admin(hermes_postgres.database) as conn:
         rows = conn.execute(
-            sql.SQL("SELECT version FROM {}.schema_version").format(sql.Identifier(schema))
+            sql.SQL("SELECT version FROM {}.schema_version ORDER BY version").format(
+                sql.Identifier(schema))
         ).fetchall()
-        assert rows == [(LATEST_VERSION,)]
+        assert rows == [(m.version,) for m in MIGRATIONS]
         conn.execute(sql.SQL("INSERT INTO {}.schema_version (version, description) VALUES "
                              "(99, 'from the future')").format(sql.Identifier(schema)))
     with pytest.raises(SchemaTooNewError, match="version 99, newer than"):
@@ -194,3 +196,66 @@ def test_nul_and_surrogates_round_trip(pg_store: PostgresStore) -> None:
     pg_store.append_messages(session.id, odd)
     assert pg_store.active_messages(session.id) == odd
     assert [h.content for h in pg_store.session_search("inside")] == ["nul\ufffdinside"]
+
+
+def test_pending_gin_entries_are_searchable_before_and_after_the_merge_issue_16(
+    pg_url: str,
+) -> None:
+    """Issue 16 (bulk append): a batch's index entries wait in GIN's pending list
+    (migration 2); search finds them at once, and ``index_pending`` merging them changes no
+    answer.  Two batches in one session keep their ids and window order (the COPY staging
+    table starts empty for each)."""
+    store = PostgresStore(pg_url)
+    try:
+        sid = store.create_session().id
+        first = store.append_messages(
+            sid, [{"role": "user", "content": f"alpha{i} parser"} for i in range(300)])
+        second = store.append_messages(
+            sid, [{"role": "assistant", "content": f"beta{i} lexer"} for i in range(300)])
+        assert first + second == sorted(first + second)
+        assert [m.id for m in store.all_messages(sid)] == first + second
+        queries = ("parser", "lexer beta7", "pha29", "eta15")
+        before = {q: [h.message_id for h in store.session_search(q, limit=50)] for q in queries}
+        assert all(before.values())
+        assert store.index_pending() > 0
+        assert store.index_pending() == 0  # nothing left to merge
+        after = {q: [h.message_id for h in store.session_search(q, limit=50)] for q in queries}
+        assert after == before
+    finally:
+        store.close()
+
+
+def test_copy_and_array_append_paths_store_the_same_rows_issue_16(pg_url: str) -> None:
+    """Issue 16 (bulk append): a batch of ``STAGE_MIN`` or more rows goes through COPY, a
+    smaller one through bound arrays; both store the same columns, token counts and window
+    order for the same messages."""
+    from hermes_store_postgres.messages import STAGE_MIN
+
+    def batch(n: int) -> list[dict[str, object]]:
+        out: list[dict[str, object]] = []
+        for i in range(n):
+            if i % 3 == 0:
+                out.append({"role": "assistant", "content": None, "finish_reason": "tool_calls",
+                            "tool_calls": [{"id": f"c{i}", "type": "function", "function": {
+                                "name": "terminal", "arguments": "{\"cmd\": \"ls\"}"}}]})
+            elif i % 3 == 1:
+                out.append({"role": "tool", "content": f"out\t{i}\nline \\ two",
+                            "tool_call_id": f"c{i - 1}", "name": "terminal"})
+            else:
+                out.append({"role": "user", "content": f"naïve Überprüfung {i} 日本語"})
+        return out
+
+    store = PostgresStore(pg_url)
+    try:
+        rows = {}
+        for n in (STAGE_MIN - 1, STAGE_MIN):
+            sid = store.create_session().id
+            ids = store.append_messages(sid, batch(n), token_counts=list(range(n)))
+            stored = store.all_messages(sid)
+            assert [m.id for m in stored] == ids
+            rows[n] = [(m.token_count, m.message) for m in stored]
+        assert rows[STAGE_MIN][: STAGE_MIN - 1] == rows[STAGE_MIN - 1]
+        assert [t for t, _ in rows[STAGE_MIN]] == list(range(STAGE_MIN))
+        assert [m for _, m in rows[STAGE_MIN]] == batch(STAGE_MIN)  # stored verbatim
+    finally:
+        store.close()
