@@ -6,18 +6,14 @@ The windows and the multi-process compress worker live in the store contract kit
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import select
 import signal
 import sqlite3
-import sys
-import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from hermes_host.testing.store_suite._kit import compressed_window, conversation
 
@@ -77,37 +73,3 @@ def kill_at_random(pid: int, read_fd: int, rng: random.Random, max_delay: float)
     os.close(read_fd)
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, status
 
-
-def _compress_worker(db: str, session_id: str, go_file: str, hold: float, mode: str) -> None:
-    from hermes_host.store import Deferred, open_store
-
-    store = open_store(db)
-    print("ready", flush=True)
-    deadline = time.time() + 60
-    while not os.path.exists(go_file):
-        if time.time() > deadline:
-            print(json.dumps({"result": "timeout"}), flush=True)
-            return
-        time.sleep(0.002)
-    outcome: dict[str, Any] = {"pid": os.getpid()}
-    lease = store.acquire_lease(session_id, ttl=60)
-    outcome["t_attempt"] = time.time()
-    if isinstance(lease, Deferred):
-        outcome.update(result="deferred", holder=lease.holder, message=lease.message)
-    else:
-        outcome.update(result="published", holder=lease.holder, t_acquired=time.time())
-        time.sleep(hold)
-        published = store.publish_compression(
-            lease, session_id, compressed_window(session_id), mode=mode  # type: ignore[arg-type]
-        )
-        outcome.update(new_session=published.session_id, t_published=time.time())
-        store.release_lease(lease)
-    store.close()
-    print(json.dumps(outcome), flush=True)
-
-
-if __name__ == "__main__":
-    if len(sys.argv) == 7 and sys.argv[1] == "compress":
-        _compress_worker(sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5]), sys.argv[6])
-    else:
-        sys.exit("usage: store_helpers.py compress DB SESSION GO_FILE HOLD rotate|in_place")
