@@ -34,15 +34,13 @@ from hermes_host.plugins import (
     LoadedPlugins,
     PluginError,
     PluginInfo,
-    _error_text,
-    _import,
-    _instantiate,
-    _options_for,
-    _unknown_engine,
     discover,
     implemented_hooks,
     load_plugins,
 )
+from hermes_host.plugins.importing import _import
+from hermes_host.plugins.info import _error_text
+from hermes_host.plugins.loading import _instantiate, _options_for, _unknown_engine
 
 __all__ = ["ConfigReport", "check_config"]
 
