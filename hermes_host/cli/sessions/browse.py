@@ -12,12 +12,18 @@ from rich.table import Table
 
 from hermes_host.messages import one_line, text_of
 from hermes_host.models import Message
-from hermes_host.store import Session, StoreError
+from hermes_host.store import Session
 from hermes_host.store.registry import redact_url
-from hermes_host.store.sqlite import check_location
 
 from ..config_cmd import console as make_console
-from .opening import _common, _dumps_line, _local_file, _missing_file, _opened, _resolve_path, fail
+from .opening import (
+    _checked_file,
+    _common,
+    _dumps_line,
+    _missing_file,
+    _opened,
+    _resolve_path,
+)
 
 __all__ = ["lineage_cmd", "list_cmd", "search_cmd", "show_cmd"]
 
@@ -71,12 +77,7 @@ def list_cmd(
     session (the one holding the live window), with how many times it was rotated.
     ``sessions lineage`` lists the sessions of one."""
     path, ttl = _resolve_path(store_path, config_path)
-    local = _local_file(path)
-    if local is not None:
-        try:
-            check_location(local)
-        except StoreError as exc:
-            fail(exc)
+    _checked_file(path)
     missing = _missing_file(path)
     if missing is not None:
         if as_json:

@@ -64,6 +64,18 @@ def _local_file(location: str) -> Path | None:
     return store_file(location)
 
 
+def _checked_file(location: str) -> Path | None:
+    """The SQLite file ``location`` names, its location checked (a one-line error and exit 2
+    when it cannot hold a store); ``None`` for a server store's URL."""
+    local = _local_file(location)
+    if local is not None:
+        try:
+            check_location(local)
+        except StoreError as exc:
+            fail(exc)
+    return local
+
+
 def _missing_file(location: str) -> Path | None:
     """The SQLite file ``location`` names when it does not exist yet (a server store always
     "exists": opening it tells)."""
@@ -82,12 +94,7 @@ def _opened(
     """The store, open for the ``with`` block: reading commands refuse to create one where
     none exists, a :class:`StoreError` becomes a one-line error, and it is always closed."""
     path, ttl = resolved or _resolve_path(store_path, config_path)
-    local = _local_file(path)
-    if local is not None:
-        try:
-            check_location(local)
-        except StoreError as exc:
-            fail(exc)
+    local = _checked_file(path)
     missing = _missing_file(path)
     if not create and missing is not None:
         fail(f"{missing}: no store here yet (it is created by the first session); "
