@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from hermes_host.config.errors import _did_you_mean
+from hermes_host.config.errors import did_you_mean
 
 __all__ = ["UNKNOWN_OPTION", "parse_engine_options"]
 
@@ -57,7 +57,7 @@ def parse_engine_options(
             key = ".".join(str(p) for p in err["loc"]) or "(options)"
             if err["type"] == "extra_forbidden":
                 problems.append(f"engines.{engine}.{key}: " + unknown.format(allowed=allowed)
-                                + _did_you_mean(str(err["loc"][-1]), model.model_fields))
+                                + did_you_mean(str(err["loc"][-1]), model.model_fields))
             else:
                 problems.append(f"engines.{engine}.{key}: {err['msg']}")
         raise error("; ".join(problems)) from None

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["ConfigError"]
+__all__ = ["ConfigError", "did_you_mean"]
 
 
 class ConfigError(Exception):
@@ -35,8 +35,10 @@ def _cut(text: str, limit: int = 500) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _did_you_mean(word: str, choices: Any) -> str:
-    close = difflib.get_close_matches(word, [str(c) for c in choices], n=1, cutoff=0.6)
+def did_you_mean(word: str, choices: Any, *, cutoff: float = 0.6) -> str:
+    """`` (did you mean 'x'?)`` naming the choice closest to ``word``, or ``""`` when none is
+    close: the one wording of every "unknown name" error (config keys, hooks, engines)."""
+    close = difflib.get_close_matches(word, [str(c) for c in choices], n=1, cutoff=cutoff)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from hermes_host.config.errors import ConfigError, _allowed_for, _cut, _did_you_mean, _short
+from hermes_host.config.errors import ConfigError, _allowed_for, _cut, _short, did_you_mean
 from hermes_host.config.locations import find_config_path
 from hermes_host.config.sections import HermesConfig
 from hermes_host.config.strict_yaml import _StrictLoader, _yaml_problem
@@ -31,7 +31,7 @@ def _format_errors(exc: ValidationError, source: str) -> str:
             msg = f"  {key}: unknown key"
             if allowed:
                 msg += f"; allowed keys: {', '.join(allowed)}"
-                msg += _did_you_mean(str(loc[-1]), allowed)
+                msg += did_you_mean(str(loc[-1]), allowed)
         elif err["type"] == "literal_error":
             expected = err.get("ctx", {}).get("expected", "")
             msg = f"  {key}: {shown} is not allowed; allowed values: {expected}"

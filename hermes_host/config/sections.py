@@ -14,7 +14,7 @@ from pydantic import (
     model_validator,
 )
 
-from hermes_host.config.errors import _allowed_for, _did_you_mean, _short
+from hermes_host.config.errors import _allowed_for, _short, did_you_mean
 from hermes_host.config.locations import hermes_home
 from hermes_host.hookspecs import DEFAULT_TIMEOUTS, LIFECYCLE_HOOKS, MEMORY_HOOKS
 from hermes_host.models import CompressionSettings, SummarizerSettings, check_api_key_env
@@ -53,7 +53,7 @@ class ContextSection(_Section):
             if hook not in LIFECYCLE_HOOKS:
                 raise ValueError(
                     f"unknown hook {_short(hook)}; allowed: {', '.join(LIFECYCLE_HOOKS)}"
-                    + _did_you_mean(hook, LIFECYCLE_HOOKS)
+                    + did_you_mean(hook, LIFECYCLE_HOOKS)
                 )
         return value
 
@@ -90,7 +90,7 @@ class HooksSection(_Section):
         for hook, seconds in value.items():
             if hook not in allowed:
                 raise ValueError(f"unknown hook {_short(hook)}; allowed: {', '.join(allowed)}"
-                                 + _did_you_mean(hook, allowed))
+                                 + did_you_mean(hook, allowed))
             if not seconds > 0:
                 raise ValueError(f"timeout for {hook} must be > 0 seconds, got {seconds!r}")
         return value

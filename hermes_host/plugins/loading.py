@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import os
 from collections.abc import Callable, Mapping
@@ -10,6 +9,7 @@ from typing import Any
 
 from hermes_host import hookspecs
 from hermes_host.config import HermesConfig
+from hermes_host.config.errors import did_you_mean
 from hermes_host.plugins.discovery import discover
 from hermes_host.plugins.importing import _import, new_plugin_manager
 from hermes_host.plugins.info import (
@@ -175,9 +175,7 @@ def _unknown_engine(
         )
     else:
         why = f"unknown engine {name!r}"
-        close = difflib.get_close_matches(name, choices, n=1, cutoff=0.75)
-        if close:
-            why += f" (did you mean {close[0]!r}?)"
+        why += did_you_mean(name, choices, cutoff=0.75)
     return UnknownEngineError(
         f"{key}: {why}; installed engines: {listed}", name=name, key=key, choices=choices
     )

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
 import sys
 from collections.abc import Sequence
 
 import pluggy
 
+from hermes_host.config.errors import did_you_mean
 from hermes_host.plugins.importing import implemented_hooks
 from hermes_host.plugins.info import (
     _ALL_HOOKS,
@@ -38,8 +38,7 @@ def _unknown_hooks(pm: pluggy.PluginManager, plugin: object) -> list[str]:
 def _unknown_hook_message(info: PluginInfo, hooks: Sequence[str]) -> str:
     parts = []
     for hook in hooks:
-        close = difflib.get_close_matches(hook, _ALL_HOOKS, n=1)
-        parts.append(f"{hook!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        parts.append(f"{hook!r}" + did_you_mean(hook, _ALL_HOOKS))
     return (
         f"{_kind_word(info.kind)} {info.describe()} implements unknown hook "
         f"{', '.join(parts)}; known hooks: {', '.join(_ALL_HOOKS)}"
