@@ -9,7 +9,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hermes_agent_hermes_host.history import _Entry
     from hermes_host.host import ContextHost, Session
 
 __all__ = ["ENGINE_NAME"]
@@ -32,8 +31,6 @@ class _EngineState:
     _session: Session | None
     _hermes_session_id: str | None
     _session_db: Any
-    _mirror: list[_Entry]
-    _retired: dict[int, Mapping[str, Any]]
     _lock: threading.RLock
     _problems_seen: dict[tuple[str, str], int]
     _warned: set[str]

@@ -47,7 +47,7 @@ from agent.context_engine import ContextEngine
 from hermes_agent_hermes_host._state import ENGINE_NAME, _short, logger
 from hermes_agent_hermes_host.history import _Entry, _History
 from hermes_agent_hermes_host.locations import locate
-from hermes_agent_hermes_host.sessions import _Sessions, engine_for
+from hermes_agent_hermes_host.sessions import _serving, _Sessions
 from hermes_agent_hermes_host.status import _Status
 from hermes_agent_hermes_host.tools import SEARCH_TOOL, _Tools
 
@@ -55,6 +55,12 @@ if TYPE_CHECKING:
     from hermes_host.host import ContextHost, Session
 
 __all__ = ["ENGINE_NAME", "SEARCH_TOOL", "HermesHostEngine", "engine_for", "locate"]
+
+
+def engine_for(hermes_session_id: str | None) -> HermesHostEngine | None:
+    """The engine serving this Hermes session, if any."""
+    engine = _serving(hermes_session_id)
+    return engine if isinstance(engine, HermesHostEngine) else None
 
 
 class HermesHostEngine(

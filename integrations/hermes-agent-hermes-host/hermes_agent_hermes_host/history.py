@@ -49,6 +49,9 @@ class _Entry:
 class _History(_EngineState):
     """The history part of :class:`~.engine.HermesHostEngine`."""
 
+    _mirror: list[_Entry]
+    _retired: dict[int, Mapping[str, Any]]
+
     def sync(self, messages: Sequence[Mapping[str, Any]] | None) -> int:
         """Append to the store every message of Hermes' list it does not hold yet; returns
         how many.  Never raises (a failure is warned about and retried at the next call)."""

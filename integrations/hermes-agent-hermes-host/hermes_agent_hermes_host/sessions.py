@@ -6,32 +6,31 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from hermes_agent_hermes_host._state import _EngineState, _short
-from hermes_agent_hermes_host.history import _canon, _Entry
+from hermes_agent_hermes_host._state import _short
+from hermes_agent_hermes_host.history import _canon, _Entry, _History
 
 if TYPE_CHECKING:
-    from hermes_agent_hermes_host.engine import HermesHostEngine
     from hermes_host.host import ContextHost, Session
 
-__all__ = ["engine_for"]
+__all__: list[str] = []
 
 # Hermes session id -> the engine serving it (the plugin's hook and middleware find their
 # engine here; weak, so an agent that is gone leaves nothing behind).
-_ACTIVE: weakref.WeakValueDictionary[str, HermesHostEngine] = weakref.WeakValueDictionary()
+_ACTIVE: weakref.WeakValueDictionary[str, _Sessions] = weakref.WeakValueDictionary()
 _ACTIVE_LOCK = threading.Lock()
 
 
-def engine_for(hermes_session_id: str | None) -> HermesHostEngine | None:
-    """The engine serving this Hermes session, if any."""
+def _serving(hermes_session_id: str | None) -> _Sessions | None:
+    """The engine serving this Hermes session, if any (:func:`.engine.engine_for`)."""
     if not hermes_session_id:
         return None
     with _ACTIVE_LOCK:
         return _ACTIVE.get(hermes_session_id)
 
 
-class _Sessions(_EngineState):
+class _Sessions(_History):
     """The session part of :class:`~.engine.HermesHostEngine`."""
 
     def on_session_start(self, session_id: str, **kwargs: Any) -> None:
@@ -94,7 +93,7 @@ class _Sessions(_EngineState):
                 del _ACTIVE[self._hermes_session_id]
             if replaces and _ACTIVE.get(replaces) is self:
                 del _ACTIVE[replaces]
-            _ACTIVE[session_id] = cast("HermesHostEngine", self)
+            _ACTIVE[session_id] = self
         self._hermes_session_id = session_id
 
     def on_session_end(self, session_id: str, messages: list[dict[str, Any]]) -> None:
