@@ -15,7 +15,6 @@ first engine it cannot load.  A config can pass both and still not work (issue 1
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,20 +28,19 @@ from hermes_host.config import (
     load_config,
     read_config_data,
 )
+from hermes_host.config.errors import did_you_mean
 from hermes_host.llm.providers import BUILTIN_PROVIDERS, ProviderError, provider_infos
 from hermes_host.plugins import (
     LoadedPlugins,
     PluginError,
     PluginInfo,
-    _error_text,
-    _import,
-    _instantiate,
-    _options_for,
-    _unknown_engine,
     discover,
     implemented_hooks,
     load_plugins,
 )
+from hermes_host.plugins.importing import _import
+from hermes_host.plugins.info import _error_text
+from hermes_host.plugins.loading import _instantiate, _options_for, _unknown_engine
 
 __all__ = ["ConfigReport", "check_config"]
 
@@ -106,8 +104,7 @@ def _provider_problems(cfg: HermesConfig) -> list[str]:
     ]
     return [
         f"{key}: unknown model provider {name!r}"
-        + (f" (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(
-            name, sorted(installed), n=1, cutoff=0.6)) else "")
+        + did_you_mean(name, sorted(installed))
         + f"; installed: {', '.join(sorted(installed))}"
         for key, name in chosen
         if name != "auto" and name not in installed
@@ -158,8 +155,7 @@ def _block_problems(cfg: HermesConfig, infos: list[PluginInfo]) -> list[str]:
         if name in engines:
             unselected.append(name)
         elif name not in providers and name not in hidden:
-            close = difflib.get_close_matches(name, [*engines, *providers], n=1, cutoff=0.6)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = did_you_mean(name, [*engines, *providers])
             problems.append(
                 f"engines.{name}: unknown engine {name!r}{hint}; its options would be ignored; "
                 f"installed engines: {', '.join(engines) or 'none'}"

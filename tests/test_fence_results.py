@@ -120,7 +120,7 @@ def test_issue13_isolation_is_set_globally_and_overridden_per_engine() -> None:
 
 
 def test_issue13_the_fence_key_is_the_hosts_and_never_reaches_the_engines_options() -> None:
-    from hermes_host.plugins import _options_for
+    from hermes_host.plugins.loading import _options_for
 
     config = parse_config({"engines": {"e": {"ratio": 0.5, "fence": {"isolation": "process"}}}})
     assert _options_for(config, "engine", "e") == {"ratio": 0.5}

@@ -37,20 +37,19 @@ well-formed eleven-section summary (R-7.2) that quotes the request size, or what
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from hermes_host.llm.base import SUMMARY_SECTIONS
+from hermes_host.testing.fake_server import (
+    Behaviour,
+    FakeServer,
+    RecordedRequest,
+    ScriptedHandler,
+)
 
 __all__ = ["SECTION_HEADINGS", "Behaviour", "FakeAnthropic", "RecordedRequest"]
-
-Behaviour = str | dict[str, Any]
 
 SECTION_HEADINGS = tuple(f"## {name}" for name in SUMMARY_SECTIONS)
 
@@ -72,25 +71,6 @@ _ERRORS: dict[str, tuple[int, str, str]] = {
 KINDS = frozenset({*_ERRORS, "error", "normal", "slow", "malformed", "empty", "disconnect"})
 
 
-@dataclass(frozen=True)
-class RecordedRequest:
-    """One request as the server received it."""
-
-    method: str
-    path: str
-    headers: dict[str, str]
-    raw_body: str
-    behaviour: str
-
-    @property
-    def body(self) -> Any:
-        """The JSON body (``None`` when it was not JSON)."""
-        try:
-            return json.loads(self.raw_body)
-        except ValueError:
-            return None
-
-
 def default_summary_text(body: Any) -> str:
     """A structurally valid summary, so engine tests get eleven sections back."""
     size = len(json.dumps(body)) if body is not None else 0
@@ -105,18 +85,10 @@ def default_summary_text(body: Any) -> str:
     return "\n".join(lines).strip()
 
 
-def _normalise(step: Behaviour) -> dict[str, Any]:
-    spec = {"kind": step} if isinstance(step, str) else dict(step)
-    kind = str(spec.get("kind", ""))
-    if kind not in KINDS:
-        allowed = ", ".join(sorted(KINDS))
-        raise ValueError(f"unknown fake behaviour {kind!r}; choose one of: {allowed}")
-    spec["kind"] = kind
-    return spec
-
-
-class FakeAnthropic:
+class FakeAnthropic(FakeServer):
     """The server.  Thread-safe; one instance per test."""
+
+    KINDS = KINDS
 
     def __init__(
         self,
@@ -125,95 +97,19 @@ class FakeAnthropic:
         expected_api_key: str | None = None,
         model: str = "claude-fake-1",
     ) -> None:
-        self._responder = responder or default_summary_text
-        self._expected_key = expected_api_key
-        self._model = model
-        self._lock = threading.Lock()
-        self._script: list[dict[str, Any]] = []
-        self._requests: list[RecordedRequest] = []
-        self._stopping = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-        self._counter = 0
+        super().__init__(responder=responder or default_summary_text,
+                         expected_api_key=expected_api_key, model=model)
 
-    # -- lifecycle -----------------------------------------------------------------------
-
-    def start(self) -> FakeAnthropic:
-        if self._server is not None:
-            return self
-        self._stopping.clear()
-        handler = _make_handler(self)
-        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        server.daemon_threads = True
-        server.block_on_close = False
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True,
-            name="fake-anthropic",
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._server = None
-        self._thread = None
-
-    def __enter__(self) -> FakeAnthropic:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    # -- test API ------------------------------------------------------------------------
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        return _make_handler(self)
 
     @property
     def base_url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("FakeAnthropic is not started; call start() first")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return self._root()
 
     def env(self, api_key: str = "sk-ant-test-fake-key") -> dict[str, str]:
         """Environment variables that point the SDK (and our summariser) at this server."""
         return {"ANTHROPIC_BASE_URL": self.base_url, "ANTHROPIC_API_KEY": api_key}
-
-    def script(self, behaviours: Iterable[Behaviour]) -> FakeAnthropic:
-        """Queue behaviours, one per incoming request, after any still queued."""
-        steps = [_normalise(b) for b in behaviours]
-        with self._lock:
-            self._script.extend(steps)
-        return self
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        with self._lock:
-            return list(self._requests)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._requests.clear()
-            self._script.clear()
-
-    # -- used by the handler -------------------------------------------------------------
-
-    def _next(self, record: Callable[[str], RecordedRequest]) -> dict[str, Any]:
-        with self._lock:
-            step: dict[str, Any] = self._script.pop(0) if self._script else {"kind": "normal"}
-            self._requests.append(record(step["kind"]))
-            self._counter += 1
-            step.setdefault("_n", self._counter)
-        return step
 
     def _message_json(self, body: Any, text: str, n: int) -> dict[str, Any]:
         model = body.get("model") if isinstance(body, dict) else None
@@ -233,12 +129,7 @@ class FakeAnthropic:
 
 
 def _make_handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return  # keep test output clean
-
+    class Handler(ScriptedHandler):
         def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -255,14 +146,7 @@ def _make_handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
             self._send(status, json.dumps(body).encode(), headers)
 
         def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length).decode("utf-8", "replace")
-            headers = {k.lower(): v for k, v in self.headers.items()}
-
-            def record(kind: str) -> RecordedRequest:
-                return RecordedRequest("POST", self.path, headers, raw, kind)
-
-            step = fake._next(record)
+            step, headers, raw = self._take_step()
             kind = step["kind"]
             if self.path.split("?")[0] != "/v1/messages":
                 self._error(404, "not_found_error", f"no route {self.path}")
@@ -291,16 +175,13 @@ def _make_handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
                 self._error(status, etype, message, **extra)
                 return
             if kind == "disconnect":
-                self.close_connection = True
-                self.connection.shutdown(socket.SHUT_RDWR)
+                self._disconnect()
                 return
             if kind == "malformed":
                 self._send(200, b'{"id": "msg_broken", "content": [{"type": "text", "te')
                 return
             if kind == "slow":
-                deadline = time.monotonic() + float(step.get("seconds", 5.0))
-                while time.monotonic() < deadline and not fake._stopping.is_set():
-                    time.sleep(0.02)
+                self._wait(step)
             text = "" if kind == "empty" else step.get("text")
             if text is None:
                 text = fake._responder(body)
@@ -310,4 +191,5 @@ def _make_handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
             except OSError:
                 return  # the client gave up (timeout) while we were slow
 
+    Handler.fake = fake
     return Handler

@@ -50,18 +50,17 @@ echo of the last user message, summary requests with a summary.
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from collections.abc import Callable, Mapping, Sequence
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from hermes_host.testing.fake_anthropic import (
+from hermes_host.testing.fake_anthropic import default_summary_text
+from hermes_host.testing.fake_server import (
     Behaviour,
+    FakeServer,
     RecordedRequest,
-    default_summary_text,
+    ScriptedHandler,
 )
 
 __all__ = ["Behaviour", "FakeOpenAI", "RecordedRequest", "chat_responder", "main"]
@@ -82,16 +81,6 @@ _ERRORS: dict[str, tuple[int, str, str | None, str]] = {
 
 KINDS = frozenset({*_ERRORS, "error", "normal", "slow", "malformed", "length", "empty",
                    "disconnect"})
-
-
-def _normalise(step: Behaviour) -> dict[str, Any]:
-    spec = {"kind": step} if isinstance(step, str) else dict(step)
-    kind = str(spec.get("kind", ""))
-    if kind not in KINDS:
-        allowed = ", ".join(sorted(KINDS))
-        raise ValueError(f"unknown fake behaviour {kind!r}; choose one of: {allowed}")
-    spec["kind"] = kind
-    return spec
 
 
 def _tool_call(call: Mapping[str, Any], n: int, i: int) -> dict[str, Any]:
@@ -118,8 +107,10 @@ def chat_responder(body: Any) -> str:
     return f"(fake model) You said {words} word(s): {text[:200]}"
 
 
-class FakeOpenAI:
+class FakeOpenAI(FakeServer):
     """The server.  Thread-safe; one instance per test."""
+
+    KINDS = KINDS
 
     def __init__(
         self,
@@ -129,96 +120,20 @@ class FakeOpenAI:
         model: str = "gpt-fake-1",
         port: int = 0,
     ) -> None:
-        self._responder = responder or default_summary_text
-        self._expected_key = expected_api_key
-        self._model = model
-        self._port = port
-        self._lock = threading.Lock()
-        self._script: list[dict[str, Any]] = []
-        self._requests: list[RecordedRequest] = []
-        self._stopping = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-        self._counter = 0
+        super().__init__(responder=responder or default_summary_text,
+                         expected_api_key=expected_api_key, model=model, port=port)
 
-    # -- lifecycle -----------------------------------------------------------------------
-
-    def start(self) -> FakeOpenAI:
-        if self._server is not None:
-            return self
-        self._stopping.clear()
-        server = ThreadingHTTPServer(("127.0.0.1", self._port), _make_handler(self))
-        server.daemon_threads = True
-        server.block_on_close = False
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True,
-            name="fake-openai",
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._server = None
-        self._thread = None
-
-    def __enter__(self) -> FakeOpenAI:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    # -- test API ------------------------------------------------------------------------
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        return _make_handler(self)
 
     @property
     def base_url(self) -> str:
         """The ``/v1`` root the SDK's ``base_url`` takes."""
-        if self._server is None:
-            raise RuntimeError("FakeOpenAI is not started; call start() first")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        return self._root() + "/v1"
 
     def env(self, api_key: str = "sk-test-fake-openai-key") -> dict[str, str]:
         """Environment variables that point the SDK (and our summariser) at this server."""
         return {"OPENAI_BASE_URL": self.base_url, "OPENAI_API_KEY": api_key}
-
-    def script(self, behaviours: Iterable[Behaviour]) -> FakeOpenAI:
-        """Queue behaviours, one per incoming request, after any still queued."""
-        steps = [_normalise(b) for b in behaviours]
-        with self._lock:
-            self._script.extend(steps)
-        return self
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        with self._lock:
-            return list(self._requests)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._requests.clear()
-            self._script.clear()
-
-    # -- used by the handler -------------------------------------------------------------
-
-    def _next(self, record: Callable[[str], RecordedRequest]) -> dict[str, Any]:
-        with self._lock:
-            step: dict[str, Any] = self._script.pop(0) if self._script else {"kind": "normal"}
-            self._requests.append(record(step["kind"]))
-            self._counter += 1
-            step.setdefault("_n", self._counter)
-        return step
 
     def _completion(self, body: dict[str, Any], text: str, n: int,
                     finish: str, tool_calls: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
@@ -265,14 +180,10 @@ def _sse(completion: dict[str, Any], body: dict[str, Any]) -> bytes:
 
 
 def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    class Handler(ScriptedHandler):
         # Headers and body go out as two writes: without TCP_NODELAY, Nagle's algorithm and
         # the client's delayed ACK hold the body back ~40 ms per keep-alive request.
         disable_nagle_algorithm = True
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return  # keep test output clean
 
         def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
             headers = dict(headers or {})
@@ -292,14 +203,7 @@ def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             self._send(status, json.dumps(body).encode(), headers)
 
         def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length).decode("utf-8", "replace")
-            headers = {k.lower(): v for k, v in self.headers.items()}
-
-            def record(kind: str) -> RecordedRequest:
-                return RecordedRequest("POST", self.path, headers, raw, kind)
-
-            step = fake._next(record)
+            step, headers, raw = self._take_step()
             kind = step["kind"]
             if self.path.split("?")[0] != "/v1/chat/completions":
                 self._error(404, "invalid_request_error", None, f"no route {self.path}")
@@ -325,16 +229,13 @@ def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._error(status, etype, code, message, **extra)
                 return
             if kind == "disconnect":
-                self.close_connection = True
-                self.connection.shutdown(socket.SHUT_RDWR)
+                self._disconnect()
                 return
             if kind == "malformed":
                 self._send(200, b'{"id": "chatcmpl-broken", "choices": [{"message": {"con')
                 return
             if kind == "slow":
-                deadline = time.monotonic() + float(step.get("seconds", 5.0))
-                while time.monotonic() < deadline and not fake._stopping.is_set():
-                    time.sleep(0.02)
+                self._wait(step)
             text = "" if kind == "empty" else step.get("text")
             calls = step.get("tool_calls") or ()
             if text is None and not calls:
@@ -358,6 +259,7 @@ def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                                                   "owned_by": "hermes-host"}]}
             self._send(200, json.dumps(models).encode())
 
+    Handler.fake = fake
     return Handler
 
 

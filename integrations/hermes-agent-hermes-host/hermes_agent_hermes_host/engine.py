@@ -35,99 +35,45 @@ Where the configuration and the store are: ``$HERMES_HOST_CONFIG`` if set, else
 The store is the config's ``store.url``, else ``<home>/state.db``.
 """
 
+
 from __future__ import annotations
 
-import json
-import logging
-import os
-import sys
 import threading
-import weakref
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agent.context_engine import ContextEngine
+
+from hermes_agent_hermes_host._state import ENGINE_NAME, _short, logger
+from hermes_agent_hermes_host.history import _Entry, _History
+from hermes_agent_hermes_host.locations import locate
+from hermes_agent_hermes_host.sessions import _serving, _Sessions
+from hermes_agent_hermes_host.status import _Status
+from hermes_agent_hermes_host.tools import SEARCH_TOOL, _Tools
 
 if TYPE_CHECKING:
     from hermes_host.host import ContextHost, Session
 
 __all__ = ["ENGINE_NAME", "SEARCH_TOOL", "HermesHostEngine", "engine_for", "locate"]
 
-ENGINE_NAME = "hermes_host"
-"""The ``context.engine`` value that selects this engine in Hermes' config.yaml."""
-
-SEARCH_TOOL = "hermes_host_search"
-"""The tool this engine offers: search the whole stored history, compacted rows included."""
-
-logger = logging.getLogger("hermes_agent_hermes_host")
-
-# Hermes session id -> the engine serving it (the plugin's hook and middleware find their
-# engine here; weak, so an agent that is gone leaves nothing behind).
-_ACTIVE: weakref.WeakValueDictionary[str, HermesHostEngine] = weakref.WeakValueDictionary()
-_ACTIVE_LOCK = threading.Lock()
-
 
 def engine_for(hermes_session_id: str | None) -> HermesHostEngine | None:
     """The engine serving this Hermes session, if any."""
-    if not hermes_session_id:
-        return None
-    with _ACTIVE_LOCK:
-        return _ACTIVE.get(hermes_session_id)
+    engine = _serving(hermes_session_id)
+    return engine if isinstance(engine, HermesHostEngine) else None
 
 
-def locate(hermes_home: str | os.PathLike[str] | None = None) -> tuple[Path | None, Path]:
-    """``(config file or None, hermes-host home)`` for a Hermes home (see the module doc)."""
-    env_home = os.environ.get("HERMES_HOST_HOME")
-    if env_home:
-        home = Path(env_home).expanduser()
-    else:
-        base = hermes_home or os.environ.get("HERMES_HOME") or Path.home() / ".hermes"
-        home = Path(base).expanduser() / "hermes-host"
-    env_config = os.environ.get("HERMES_HOST_CONFIG")
-    if env_config:
-        return Path(env_config).expanduser(), home
-    candidate = home / "config.yaml"
-    return (candidate if candidate.is_file() else None), home
-
-
-def _canon(message: Mapping[str, Any]) -> str:
-    """What makes two messages the same message, whatever bookkeeping keys either carries."""
-    calls = [
-        (c.get("id"), (c.get("function") or {}).get("name"),
-         (c.get("function") or {}).get("arguments"))
-        for c in (message.get("tool_calls") or []) if isinstance(c, Mapping)
-    ]
-    return json.dumps(
-        [message.get("role"), message.get("content"), calls, message.get("tool_call_id")],
-        sort_keys=True, default=str, ensure_ascii=False,
-    )
-
-
-class _Entry:
-    """One message Hermes holds that the store already has: the dict itself (kept alive so
-    its ``id`` is never reused) and, when compared once, its canonical form."""
-
-    __slots__ = ("canon", "obj")
-
-    def __init__(self, obj: Mapping[str, Any] | None, canon: str | None = None) -> None:
-        self.obj = obj
-        self.canon = canon
-
-    def form(self) -> str:
-        if self.canon is None:
-            assert self.obj is not None
-            self.canon = _canon(self.obj)
-        return self.canon
-
-
-class HermesHostEngine(ContextEngine):  # type: ignore[misc]  # hermes-agent ships no types
+class HermesHostEngine(
+    _Sessions, _History, _Tools, _Status, ContextEngine  # type: ignore[misc]  # no types
+):
     """Hermes Agent's context engine, backed by hermes-host (see the module doc).
 
     ``config`` (a path or a ``HermesConfig``), ``store`` and ``extra_plugins`` are handed to
     :meth:`ContextHost.from_config` unchanged when given; by default they are located as the
     module doc says.  ``warn`` receives each user-facing warning line (default: stderr).
+
+    The parts live in their own modules: :mod:`.sessions`, :mod:`.history`, :mod:`.tools`
+    and :mod:`.status`; this one answers the host, the model and the ContextEngine contract.
     """
 
     def __init__(
@@ -273,146 +219,6 @@ class HermesHostEngine(ContextEngine):  # type: ignore[misc]  # hermes-agent shi
         ``parent_session_id`` chain when a rotated Hermes session is resumed)."""
         self._session_db = session_db
 
-    # -- sessions ----------------------------------------------------------------------
-
-    def on_session_start(self, session_id: str, **kwargs: Any) -> None:
-        with self._lock:
-            try:
-                self._start(session_id, kwargs)
-            except Exception as exc:
-                self._session = None
-                self._warn(f"could not open the hermes-host session ({_short(exc)}); Hermes "
-                           "goes on without hermes-host's context management this session")
-
-    def _start(self, session_id: str, kwargs: Mapping[str, Any]) -> None:
-        if kwargs.get("boundary_reason") == "compression" and self._session is not None:
-            # Hermes' own compaction boundary (its id rotates unless in place): the
-            # hermes-host conversation goes on; only the Hermes id it answers to changes.
-            self._register(session_id, replaces=kwargs.get("old_session_id"))
-            return
-        host = self._open_host(kwargs.get("hermes_home"))
-        self._session = self._open_or_resume(host, session_id, kwargs)
-        self._mirror = [_Entry(None, _canon(m)) for m in self._session.raw_window]
-        self.compression_count = self._session.compression_count
-        self._register(session_id)
-
-    def _open_or_resume(
-        self, host: ContextHost, session_id: str, kwargs: Mapping[str, Any]
-    ) -> Session:
-        from hermes_host.store import SessionNotFoundError
-
-        for candidate in self._lineage(session_id):
-            try:
-                host.store.get_session(candidate)
-            except SessionNotFoundError:
-                continue
-            return host.resume(candidate)
-        platform = kwargs.get("platform") or "cli"
-        return host.open_session(
-            session_id=session_id, source=f"hermes-agent:{platform}",
-            user_id=kwargs.get("conversation_id") or None,
-        )
-
-    def _lineage(self, session_id: str) -> list[str]:
-        """This Hermes session id and its ancestors in Hermes' own database, newest first."""
-        chain = [session_id]
-        db = self._session_db
-        getter = getattr(db, "get_session", None)
-        while callable(getter) and len(chain) < 100:
-            try:
-                row = getter(chain[-1])
-            except Exception:
-                break
-            parent = row.get("parent_session_id") if isinstance(row, Mapping) else None
-            if not parent or parent in chain:
-                break
-            chain.append(str(parent))
-        return chain
-
-    def _register(self, session_id: str, replaces: str | None = None) -> None:
-        with _ACTIVE_LOCK:
-            if self._hermes_session_id and _ACTIVE.get(self._hermes_session_id) is self:
-                del _ACTIVE[self._hermes_session_id]
-            if replaces and _ACTIVE.get(replaces) is self:
-                del _ACTIVE[replaces]
-            _ACTIVE[session_id] = self
-        self._hermes_session_id = session_id
-
-    def on_session_end(self, session_id: str, messages: list[dict[str, Any]]) -> None:
-        """Hermes' session boundary (exit, /reset, expiry — and, through its
-        ``commit_memory_session``, every compaction boundary too): store what is not stored
-        yet.  The engine keeps serving the session (the agent may go on), and the hermes-host
-        session stays open in the store, to be resumed."""
-        self.sync(messages)
-
-    def on_session_reset(self) -> None:
-        """``/new`` or ``/reset``: the hermes-host session is ended (it stays in the store,
-        searchable); the next ``on_session_start`` opens a fresh one."""
-        super().on_session_reset()
-        with self._lock:
-            session, self._session = self._session, None
-            self._mirror, self._retired = [], {}
-            if session is not None and self._host is not None:
-                try:
-                    self._host.store.end_session(session.id, "reset")
-                except Exception as exc:
-                    self._warn(f"could not end the hermes-host session: {_short(exc)}")
-
-    # -- history -----------------------------------------------------------------------
-
-    def sync(self, messages: Sequence[Mapping[str, Any]] | None) -> int:
-        """Append to the store every message of Hermes' list it does not hold yet; returns
-        how many.  Never raises (a failure is warned about and retried at the next call)."""
-        if not messages:
-            return 0
-        with self._lock:
-            session = self._session
-            if session is None:
-                return 0
-            try:
-                return self._sync(session, [m for m in messages if isinstance(m, Mapping)])
-            except Exception as exc:
-                self._warn(f"could not store Hermes' messages in hermes-host: {_short(exc)}")
-                return 0
-
-    def _sync(self, session: Session, messages: list[Mapping[str, Any]]) -> int:
-        """Append the messages of Hermes' list that are new, in order.  Already stored are:
-
-        * the messages seen before (by identity), including those of the list the last
-          compression replaced — Hermes may still hand that list around within the turn;
-        * a copy of a stored window message that no other entry of the list accounts for
-          (Hermes copies messages around a compaction; a resumed session reloads its
-          history as new objects) — matched by content, not position, because Hermes also
-          inserts messages (a todo snapshot, a user anchor);
-        * hermes-host's own summary in whatever form Hermes passes it back (the store holds
-          it already, flagged)."""
-        from hermes_host.messages import is_summary
-
-        body = [m for m in messages if m.get("role") != "system"]
-        present = {id(m) for m in body}
-        known = {id(e.obj): e for e in self._mirror if e.obj is not None}
-        unmatched: Counter[str] = Counter(
-            e.form() for e in self._mirror if e.obj is None or id(e.obj) not in present
-        )
-        mirror: list[_Entry] = []
-        added = 0
-        for message in body:
-            entry = known.get(id(message))
-            if entry is None and self._retired.get(id(message)) is message:
-                entry = _Entry(message)
-            if entry is not None and entry.obj is message:
-                mirror.append(entry)
-                continue
-            form = _canon(message)
-            if unmatched[form] > 0:
-                unmatched[form] -= 1
-            elif not is_summary(dict(message)):
-                session.add_message(dict(message))
-                added += 1
-            mirror.append(_Entry(message, form))
-        self._mirror = mirror
-        return added
-
     # -- the ContextEngine contract ----------------------------------------------------
 
     def update_from_response(self, usage: dict[str, Any]) -> None:
@@ -535,170 +341,3 @@ class HermesHostEngine(ContextEngine):  # type: ignore[misc]  # hermes-agent shi
         costs nothing)."""
         return [name for name in host.chain("select_context")
                 if callable(getattr(host.plugins.engines.get(name), "select_context", None))]
-
-    # -- tools -------------------------------------------------------------------------
-
-    def get_tool_schemas(self) -> list[dict[str, Any]]:
-        """``hermes_host_search`` (the whole stored history, compacted rows included), plus
-        what the configured ``select_context`` engines offer through an optional
-        ``tool_schemas()`` method."""
-        schemas: list[dict[str, Any]] = [{
-            "name": SEARCH_TOOL,
-            "description": (
-                "Search this conversation's full stored history, including messages that "
-                "were compressed out of the context window. Returns matching messages "
-                "with their neighbours."
-            ),
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "Words or a literal phrase."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5},
-                },
-                "required": ["query"],
-            },
-        }]
-        for _, engine in self._tool_engines():
-            try:
-                offered = engine.tool_schemas()
-            except Exception as exc:
-                self._warn(f"an engine's tool_schemas() failed: {_short(exc)}")
-                continue
-            schemas.extend(s for s in offered or [] if isinstance(s, dict) and s.get("name"))
-        return schemas
-
-    def _tool_engines(self) -> list[tuple[str, Any]]:
-        host = self._host
-        if host is None:
-            self._open_tools_host()
-            host = self._host
-        if host is None:
-            return []
-        found = []
-        for name in host.chain("select_context"):
-            engine = host.plugins.engines.get(name)
-            if callable(getattr(engine, "tool_schemas", None)):
-                found.append((name, engine))
-        return found
-
-    def _open_tools_host(self) -> None:
-        # Hermes asks for tool schemas before the session starts: open the host early.
-        try:
-            with self._lock:
-                self._open_host(None)
-        except Exception as exc:
-            self._warn(f"could not load hermes-host's configuration: {_short(exc)}")
-
-    def handle_tool_call(self, name: str, args: dict[str, Any], **kwargs: Any) -> str:
-        try:
-            self.sync(kwargs.get("messages"))
-            if name == SEARCH_TOOL:
-                return self._search(args)
-            for _, engine in self._tool_engines():
-                offered = {s.get("name") for s in engine.tool_schemas() or []}
-                if name in offered:
-                    return str(engine.handle_tool_call(name, dict(args)))
-        except Exception as exc:
-            return json.dumps({"error": f"{name} failed: {_short(exc)}"})
-        return json.dumps({"error": f"Unknown context engine tool: {name}"})
-
-    def _search(self, args: Mapping[str, Any]) -> str:
-        session, host = self._session, self._host
-        if session is None or host is None:
-            return json.dumps({"error": "no hermes-host session is open"})
-        query = str(args.get("query") or "").strip()
-        if not query:
-            return json.dumps({"error": "query is required"})
-        limit = max(1, min(20, int(args.get("limit") or 5)))
-        hits = host.store.session_search(query, session_id=session.id, lineage=True,
-                                         limit=limit)
-        return json.dumps({"results": [_hit(h) for h in hits]}, ensure_ascii=False)
-
-    # -- status and warnings -----------------------------------------------------------
-
-    def get_status(self) -> dict[str, Any]:
-        status: dict[str, Any] = dict(super().get_status())
-        with self._lock:
-            session = self._session
-            if session is None:
-                status["hermes_host"] = {"session_id": None}
-                return status
-            try:
-                full = session.status()
-            except Exception as exc:
-                status["hermes_host"] = {"error": _short(exc)}
-                return status
-        assert self._host is not None
-        status["compression_count"] = full["compression_count"]
-        status["hermes_host"] = {
-            "session_id": full["session_id"],
-            "conversation_id": full["conversation_id"],
-            "hermes_session_id": self._hermes_session_id,
-            "store": self._host.store.location,
-            "window_tokens": full["window_tokens"],
-            "threshold_tokens": full["threshold_tokens"],
-            "blocked": full["blocked"],
-            "last_decision": self._last_decision_reason,
-            "engines": full["engines"],
-            "engine_problems": full["engine_problems"],
-            "lineage": full["lineage"],
-            "last_compression": self.last_report,
-        }
-        return status
-
-    def _report_problems(self, quiet_hooks: tuple[str, ...] = ()) -> None:
-        """One warning line per new engine problem the fence recorded since the last look
-        (hooks in ``quiet_hooks`` are shown by Hermes itself)."""
-        host = self._host
-        if host is None:
-            return
-        for row in host.engine_health():
-            key = (str(row["plugin"]), str(row["hook"]))
-            problems = int(row["problems"])
-            if problems <= self._problems_seen.get(key, 0):
-                continue
-            self._problems_seen[key] = problems
-            if key[1] in quiet_hooks:
-                continue
-            fallback = {
-                "should_compress": "hermes-host's own threshold decided",
-                "select_context": "the request was sent unchanged",
-            }.get(key[1], "Hermes' turn goes on")
-            self._warn(f"engine {key[0]!r} {key[1]}: {row['last_error'] or 'failed'} "
-                       f"({row['errors']} errors, {row['timeouts']} timeouts, breaker "
-                       f"{row['breaker'] or 'closed'}); {fallback}")
-
-    def _warn(self, text: str) -> None:
-        from hermes_host.redact import redact
-
-        line = f"⚠ hermes-host: {redact(text)}"
-        logger.warning("%s", line)
-        if line in self._warned:  # said once is enough (the log has every occurrence)
-            return
-        self._warned.add(line)
-        if self._warn_fn is not None:
-            self._warn_fn(line)
-        else:
-            print(line, file=sys.stderr, flush=True)
-
-
-def _short(exc: BaseException, limit: int = 400) -> str:
-    """The exception on one line (a ConfigError's details are on the lines after its
-    first), cut at ``limit`` characters."""
-    text = "; ".join(line.strip() for line in str(exc).strip().splitlines() if line.strip())
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return f"{type(exc).__name__}: {text}".rstrip(": ")
-
-
-def _hit(hit: Any) -> dict[str, Any]:
-    def text(sm: Any) -> Any:
-        return {"role": sm.message.get("role"), "content": sm.message.get("content")}
-
-    return {
-        "role": hit.role,
-        "content": hit.content,
-        "compacted": not hit.active,
-        "before": [text(m) for m in hit.before],
-        "after": [text(m) for m in hit.after],
-    }

@@ -1,0 +1,141 @@
+"""Moving sessions in and out: ``sessions export`` (JSONL, verbatim) and ``sessions import``."""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hermes_host.models import Message
+from hermes_host.transcripts import (
+    TranscriptError,
+    check_transcript,
+    iter_jsonl_objects,
+    read_text,
+)
+
+from .opening import _common, _dumps_line, _opened, fail
+
+__all__ = ["export_cmd", "import_cmd"]
+
+
+@click.command("export")
+@_common
+@click.argument("session")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write to this file instead of stdout.")
+@click.option("--active-only", is_flag=True,
+              help="Only the window (active rows), not archived history.")
+@click.option("--lineage", "whole", is_flag=True,
+              help="The whole conversation: every session its rotations made, each stored "
+              "message once, in the order written (with --active-only: its live window).")
+def export_cmd(
+    store_path: str | None,
+    config_path: Path | None,
+    as_json: bool,
+    session: str,
+    output: Path | None,
+    active_only: bool,
+    whole: bool,
+) -> None:
+    """Every stored message of SESSION as OpenAI-format JSONL, verbatim (``_`` metadata
+    included), the system prompt first.  With ``--json``: one object with the session (or
+    with ``--lineage`` the conversation's sessions) and the messages."""
+    with _opened(store_path, config_path, create=False) as store:
+        found = store.resume(session)
+        members = [found]
+        if whole:
+            tip = store.get_session(store.window_marker(found.id).session_id)
+            members = [
+                row for row in (store.get_session(sid) for sid in store.lineage(tip.id))
+                if row.conversation_id == tip.conversation_id
+            ]
+            if active_only:
+                members = [tip]
+        rows = [
+            r for member in members
+            for r in store.all_messages(member.id, include_inactive=not active_only)
+        ]
+    if whole and not active_only:
+        rows.sort(key=lambda r: r.id)  # each row once, in the order it was written
+    messages = [r.message for r in rows]
+    labels = [f"message #{r.id} of {found.id}" for r in rows]
+    prompt = next((m.system_prompt for m in members if m.system_prompt), None)
+    if prompt and not (messages and messages[0].get("role") == "system"):
+        messages.insert(0, {"role": "system", "content": prompt})  # kept off the rows
+        labels.insert(0, f"the system prompt of {found.id}")
+    lines = [_dumps_line(m, what) + "\n" for m, what in zip(messages, labels, strict=True)]
+    if as_json:
+        head: dict[str, Any] = {"session": found.to_dict()}
+        if whole:
+            head = {"conversation_id": members[-1].conversation_id,
+                    "sessions": [m.to_dict() for m in members]}
+        text = _dumps_line({**head, "messages": messages}) + "\n"
+    else:
+        text = "".join(lines)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        fail(f"{output}: cannot write the export: {exc.strerror or exc}")
+    what = f"conversation {members[-1].conversation_id}" if whole else found.id
+    click.echo(f"Exported {len(messages)} messages of {what} to {output}", err=True)
+
+
+def _read_jsonl(path: Path) -> tuple[list[Message], list[int]]:
+    """Messages and the line number of each; exits 2 naming the line on bad input (the
+    wording every transcript reader shares)."""
+    try:
+        numbered = list(iter_jsonl_objects(read_text(path), partial(TranscriptError, path)))
+    except TranscriptError as exc:
+        fail(str(exc))
+    if not numbered:
+        fail(f"{path}: no messages found (expected one JSON object per line)")
+    return [value for _, value in numbered], [number for number, _ in numbered]
+
+
+@click.command("import")
+@_common
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--title", default=None, help="Title of the new session (must be unused).")
+@click.option("--source", default="import", show_default=True)
+@click.option("--model", default=None)
+@click.option("--cwd", default=None, help="Working directory to record for resume.")
+def import_cmd(
+    store_path: str | None,
+    config_path: Path | None,
+    as_json: bool,
+    file: Path,
+    title: str | None,
+    source: str,
+    model: str | None,
+    cwd: str | None,
+) -> None:
+    """Store an OpenAI-format JSONL transcript as a new session, verbatim.  Each line is
+    validated first, by the rules ``replay`` applies; an error names the line and nothing
+    is stored."""
+    messages, lines = _read_jsonl(file)
+    try:
+        check_transcript(messages, file, lines)  # what replay accepts, no more
+    except TranscriptError as exc:
+        fail(str(exc))
+    first = messages[0]
+    system_prompt = first["content"] if (
+        first.get("role") == "system" and isinstance(first.get("content"), str)) else None
+    with _opened(store_path, config_path, create=True) as store:
+        session = store.create_session(title=title, source=source, model=model, cwd=cwd,
+                                       system_prompt=system_prompt)
+        ids = store.append_messages(session.id, messages)
+        index_pending = getattr(store, "index_pending", None)
+        if callable(index_pending):
+            index_pending()  # a bulk write leaves substring indexing for later: do it now
+    if as_json:
+        click.echo(json.dumps({"session_id": session.id, "title": session.title,
+                               "messages": len(ids), "store": store.location}))
+    else:
+        click.echo(f"Imported {len(ids)} messages from {file} into session {session.id}")
