@@ -34,11 +34,14 @@ _UNNEST = ", ".join(
 _INSERT_ARRAYS = (
     f"INSERT INTO messages (session_id, timestamp, seq, token_count, {MSG_COLS}, "
     "search_vector) "
-    f"SELECT %s, %s, %s + u.pos, u.tokens, {', '.join('u.' + c for c in ROW_COLUMNS)}, "
-    f"{SEARCH_VECTOR.format(content='u.content')} "
+    "SELECT %s, %s, {base} + u.pos, u.tokens, "
+    f"{', '.join('u.' + c for c in ROW_COLUMNS)}, {SEARCH_VECTOR.format(content='u.content')} "
     f"FROM unnest({_UNNEST}) AS u(pos, tokens, {MSG_COLS}) ORDER BY u.pos "
     "RETURNING id, seq"
-).encode()
+)
+_INSERT_ARRAYS_AT = _INSERT_ARRAYS.format(base="%s").encode()
+_INSERT_ARRAYS_NEXT = _INSERT_ARRAYS.format(  # after the session's last row, one round trip
+    base="(SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = %s)").encode()
 _STAGE = "hermes_append"
 _STAGE_DDL = (
     f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} (pos bigint, tokens integer, "
@@ -96,18 +99,21 @@ class MessageRooms(SessionRooms):
         order ``base + positions[i] + 1`` (by default right after the session's last row)."""
         if not prepared:
             return []
+        where = range(len(prepared)) if positions is None else positions
+        if len(prepared) < STAGE_MIN:
+            # (the caller holds the session row's lock: no other append moves max(seq))
+            columns: list[list[Any]] = [[p + 1 for p in where], [t for t, _ in prepared]]
+            columns += [list(c) for c in zip(*(v for _, v in prepared), strict=True)]
+            insert, at = ((_INSERT_ARRAYS_NEXT, session_id) if base is None
+                          else (_INSERT_ARRAYS_AT, base))
+            rows = conn.execute(insert, (session_id, now, at, *columns)).fetchall()
+            return [int(r[0]) for r in sorted(rows, key=lambda r: int(r[1]))]
         if base is None:
             row = conn.execute(
                 "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = %s",
                 (session_id,),
             ).fetchone()
             base = int(row[0]) if row else 0
-        where = range(len(prepared)) if positions is None else positions
-        if len(prepared) < STAGE_MIN:
-            columns: list[list[Any]] = [[p + 1 for p in where], [t for t, _ in prepared]]
-            columns += [list(c) for c in zip(*(v for _, v in prepared), strict=True)]
-            rows = conn.execute(_INSERT_ARRAYS, (session_id, now, base, *columns)).fetchall()
-            return [int(r[0]) for r in sorted(rows, key=lambda r: int(r[1]))]
         # COPY into a per-connection staging table (emptied at commit), then one
         # INSERT … SELECT: COPY's row format is written by psycopg's C code, where bound
         # arrays are dumped element by element in Python (≈ 56 ms of a 1,000-row batch).
@@ -228,7 +234,7 @@ class MessageRooms(SessionRooms):
 
     @errors("writing guards")
     def write_guards(self, session_id: str, guards: Guards) -> None:
-        with self._tx() as conn:
+        with self._one() as conn:
             cur = conn.execute(
                 "UPDATE sessions SET cooldown_until = %s, fallback_streak = %s, "
                 "ineffective_count = %s, ineffective_tokens = %s WHERE id = %s",
@@ -255,7 +261,7 @@ class MessageRooms(SessionRooms):
         reasoning_tokens: int = 0,
         cost_usd: float = 0.0,
     ) -> None:
-        with self._tx() as conn:
+        with self._one() as conn:
             cur = conn.execute(
                 "UPDATE sessions SET input_tokens = input_tokens + %s, "
                 "output_tokens = output_tokens + %s, "
