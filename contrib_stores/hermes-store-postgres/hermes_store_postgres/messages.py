@@ -42,6 +42,23 @@ _INSERT_ARRAYS = (
 _INSERT_ARRAYS_AT = _INSERT_ARRAYS.format(base="%s").encode()
 _INSERT_ARRAYS_NEXT = _INSERT_ARRAYS.format(  # after the session's last row, one round trip
     base="(SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = %s)").encode()
+_TOUCH = (
+    f"UPDATE sessions SET last_activity_at = {NOW}, last_activity_kind = 'message' "
+    "WHERE id = %s AND end_reason IS DISTINCT FROM 'compression' "
+    "RETURNING last_activity_at"
+).encode()
+_INSERT_TOUCHED = (  # a turn's append, sent with _TOUCH in one pipeline: the rows take the
+    # activity time _TOUCH wrote, and go in only if it found the session live
+    f"INSERT INTO messages (session_id, timestamp, seq, token_count, {MSG_COLS}, "
+    "search_vector) "
+    "SELECT %s, s.last_activity_at, "
+    "(SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = %s) + u.pos, u.tokens, "
+    f"{', '.join('u.' + c for c in ROW_COLUMNS)}, {SEARCH_VECTOR.format(content='u.content')} "
+    "FROM (SELECT last_activity_at FROM sessions WHERE id = %s "
+    "AND end_reason IS DISTINCT FROM 'compression') s, "
+    f"unnest({_UNNEST}) AS u(pos, tokens, {MSG_COLS}) ORDER BY u.pos "
+    "RETURNING id, seq"
+).encode()
 _STAGE = "hermes_append"
 _STAGE_DDL = (
     f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} (pos bigint, tokens integer, "
@@ -133,17 +150,34 @@ class MessageRooms(SessionRooms):
         token_counts: Sequence[int] | None = None,
     ) -> list[int]:
         prepared = prepare_messages(messages, token_counts)
+        if 0 < len(prepared) < STAGE_MIN:
+            return self._append_small(session_id, prepared)
         with self._tx() as conn:
-            row = conn.execute(
-                f"UPDATE sessions SET last_activity_at = {NOW}, last_activity_kind = 'message' "
-                "WHERE id = %s AND end_reason IS DISTINCT FROM 'compression' "
-                "RETURNING last_activity_at".encode(),
-                (session_id,),
-            ).fetchone()
+            row = conn.execute(_TOUCH, (session_id,)).fetchone()
             if row is None:
                 self._require(conn, session_id)
                 raise StaleSessionError(self._rotated(conn, session_id, "nothing was written"))
             return self._insert(conn, session_id, prepared, float(row[0]))
+
+    def _append_small(self, session_id: str, prepared: Sequence[Prepared]) -> list[int]:
+        """A turn's append in one network round trip: ``BEGIN``, the session row's
+        ``UPDATE`` (its lock orders appends to the session), the ``INSERT`` and ``COMMIT``
+        go out together in pipeline mode.  The ``INSERT``'s ``max(seq)`` runs after the
+        ``UPDATE`` holds the row lock, in a later statement, so it sees every append that
+        committed before."""
+        columns: list[list[Any]] = [list(range(1, len(prepared) + 1)),
+                                    [t for t, _ in prepared]]
+        columns += [list(c) for c in zip(*(v for _, v in prepared), strict=True)]
+        with self._connection() as conn:
+            with conn.pipeline(), conn.transaction():
+                touched = conn.execute(_TOUCH, (session_id,))
+                inserted = conn.execute(
+                    _INSERT_TOUCHED, (session_id, session_id, session_id, *columns))
+            if touched.fetchone() is None:
+                self._require(conn, session_id)
+                raise StaleSessionError(self._rotated(conn, session_id, "nothing was written"))
+            rows = inserted.fetchall()
+        return [int(r[0]) for r in sorted(rows, key=lambda r: int(r[1]))]
 
     @errors("reading the window")
     def window_marker(self, session_id: str) -> WindowMarker:
