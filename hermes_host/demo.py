@@ -11,6 +11,7 @@ makes the default compressor compress several times.  Third-party transcripts ar
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -193,14 +194,15 @@ def demo_config(
 
 
 def run_demo(
-    store: Path | None = None,
+    store: str | os.PathLike[str] | None = None,
     *,
     context_length: int = DEMO_CONTEXT_LENGTH,
     echo: Callable[[str], None] = print,
 ) -> DemoResult:
-    """Run the tour into ``store`` (a fresh temporary one by default)."""
+    """Run the tour into ``store`` — a state.db path or a store URL (a fresh temporary
+    SQLite store by default)."""
     workdir = Path(tempfile.mkdtemp(prefix="hermes-demo-"))
-    store_path = store or workdir / "state.db"
+    store_path: str | os.PathLike[str] = store or workdir / "state.db"
     (workdir / "MEMORY.md").write_text(
         "- The demo explores the installed hermes_host package; tools are read-only.\n",
         encoding="utf-8",

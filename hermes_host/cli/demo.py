@@ -6,8 +6,6 @@ unless ``--store`` is given, then shows the lineage and the newest summary.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 from rich.console import Console
 from rich.panel import Panel
@@ -28,9 +26,10 @@ _SUMMARY_LINES = 30
 @click.option(
     "--store",
     "store_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="PATH|URL",
     default=None,
-    help="state.db to write (default: a fresh temporary store).",
+    help="Store to write: a state.db path or a store URL such as postgresql://… "
+    "(default: a fresh temporary store).",
 )
 @click.option(
     "--context-length",
@@ -39,7 +38,7 @@ _SUMMARY_LINES = 30
     show_default=True,
     help="The demo model's window in tokens (small, so it compresses).",
 )
-def demo(store_path: Path | None, context_length: int) -> None:
+def demo(store_path: str | None, context_length: int) -> None:
     """Run a scripted tour of hermes-host's own source whose tool calls really run, with the
     offline summariser and a small window; then show the lineage and one summary."""
     out = Console(highlight=False)

@@ -60,9 +60,10 @@ def _live_line(record: CompressionRecord) -> str:
 @click.option(
     "--store",
     "store_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="PATH|URL",
     default=None,
-    help="state.db to write (default: the configured store, $HERMES_HOST_HOME/state.db).",
+    help="Store to write: a state.db path or a store URL such as postgresql://… (default: "
+    "the configured store, $HERMES_HOST_HOME/state.db).",
 )
 @click.option(
     "--context-length",
@@ -81,7 +82,7 @@ def _live_line(record: CompressionRecord) -> str:
 def replay(
     transcript: Path,
     config_path: Path | None,
-    store_path: Path | None,
+    store_path: str | None,
     context_length: int | None,
     title: str | None,
     as_json: bool,

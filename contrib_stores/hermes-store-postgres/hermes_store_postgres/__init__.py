@@ -8,13 +8,14 @@ distribution map ``postgresql://`` and ``postgres://`` to :class:`PostgresStore`
 The store is built in rooms like the SQLite one, each a subclass of the one before:
 :mod:`._base` (pool, transactions, clock, errors), :mod:`.sessions`, :mod:`.messages`,
 :mod:`.publish` (leases, compression) and :class:`PostgresStore` here (search, recap,
-history reader).  :mod:`.schema` holds the versioned migrations, :mod:`.settings` the URL
-options (``schema``, ``pool_min``, ``pool_max``, ``pool_timeout``).
+history reader), with :mod:`.indexing` (the search indexes' catch-up after bulk
+writes).  :mod:`.schema` holds the versioned migrations, :mod:`.settings` the URL options
+(``schema``, ``pool_min``, ``pool_max``, ``pool_timeout``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from psycopg import sql
@@ -25,6 +26,7 @@ from hermes_host.store.query import BOOKEND_MESSAGES
 from hermes_host.store.reader import StoreHistoryReader
 from hermes_host.store.recap import format_recap
 from hermes_store_postgres._base import errors
+from hermes_store_postgres.indexing import CATCH_UP_BATCH, any_pending, catch_up, pending_rows
 from hermes_store_postgres.publish import PublishRooms
 from hermes_store_postgres.schema import LATEST_VERSION, SEARCH_VECTOR
 from hermes_store_postgres.search import run_search
@@ -93,21 +95,38 @@ class PostgresStore(PublishRooms):
                          "coalesce((SELECT max(id) FROM messages), 0) + 1, false)")
 
     @errors("indexing for search")
-    def index_pending(self) -> int:
-        """After a bulk write: merge the word and substring indexes' pending lists into
-        their trees (GIN's ``fastupdate`` list, up to 4 MB, which every search reads
-        linearly) and ``VACUUM (ANALYZE)`` the messages table, which sets the new rows'
-        hint bits and visibility map and refreshes the planner's statistics — what
-        autovacuum would do later; until then the first searches over fresh rows pay for
-        it (substring p50 141 ms before, 3.7 ms after, at 100k fresh messages).  Returns
-        how many pending-list pages were merged."""
+    def index_pending(
+        self, *, batch: int = CATCH_UP_BATCH, progress: Callable[[int, int], None] | None = None
+    ) -> int:
+        """Bring both search indexes up to date after bulk writes; returns how many
+        pending messages this call indexed.
+
+        Bulk writes leave their rows pending (see :mod:`.indexing`; searches scan them
+        meanwhile, so nothing is unsearchable, only slower).  Each ``batch`` of rows is its
+        own short transaction, taken ``SKIP LOCKED``: hosts running this at once share the
+        work, and an interrupted run keeps what it did.  ``progress(done, total)`` is called
+        after each batch.  Then the GIN indexes' pending lists are merged into their trees
+        (GIN's ``fastupdate`` list, which every search reads linearly) and the messages
+        table is ``VACUUM (ANALYZE)``-ed: hint bits, the visibility map and the planner's
+        statistics, what autovacuum would do later (substring p50 141 ms before, 3.7 ms
+        after, at 100k fresh messages)."""
+        done = 0
         with self._read() as conn:
-            row = conn.execute(
-                "SELECT gin_clean_pending_list('messages_words'::regclass) + "
-                "gin_clean_pending_list('messages_substring'::regclass)"
-            ).fetchone()
+            total = pending_rows(conn)
+            while indexed := catch_up(conn, batch):
+                done += indexed
+                if progress is not None:
+                    progress(min(done, total), max(done, total))
+            conn.execute("SELECT gin_clean_pending_list('messages_words'::regclass) + "
+                         "gin_clean_pending_list('messages_substring'::regclass)")
             conn.execute("VACUUM (ANALYZE) messages")
-        return int(row[0]) if row else 0
+        return done
+
+    @errors("reading the search index state")
+    def pending_index_rows(self) -> int:
+        """Messages a bulk write left for the search indexes' catch-up."""
+        with self._read() as conn:
+            return pending_rows(conn)
 
     @errors("searching")
     def session_search(
@@ -119,6 +138,10 @@ class PostgresStore(PublishRooms):
         *,
         bookends: int = BOOKEND_MESSAGES,
     ) -> list[SearchHit]:
+        with self._read() as conn:
+            if any_pending(conn):  # a bulk write's rows: index them first (see .indexing)
+                while catch_up(conn):
+                    pass
         with self._tx() as conn:
             scope: list[str] | None = None
             if session_id is not None:

@@ -4,8 +4,8 @@ One :class:`psycopg_pool.ConnectionPool` per store, shared by its threads.  Ever
 connection runs in autocommit mode with ``search_path`` set to the store's schema (then
 ``public``); a method that writes, or reads several statements, opens one explicit
 transaction (``READ COMMITTED`` plus row locks where a decision depends on a row).  A
-connection is checked on checkout, so one broken by a server restart or
-``pg_terminate_backend`` is replaced instead of failing the next turn.
+connection idle for more than :data:`CHECK_IDLE` is checked on checkout, so one broken by a
+server restart or ``pg_terminate_backend`` is replaced instead of failing the next turn.
 
 Time comes from the database (``clock_timestamp()``), never from the host: leases expire
 by one clock however many machines share the store.
@@ -14,6 +14,8 @@ by one clock however many machines share the store.
 from __future__ import annotations
 
 import functools
+import select
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, ParamSpec, TypeVar
@@ -87,6 +89,34 @@ def errors(action: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
     return decorate
 
 
+CHECK_IDLE = 0.5
+"""A pooled connection idle for longer than this (seconds) is checked (one empty query) when
+it is checked out: one broken by a server restart or ``pg_terminate_backend`` between two
+turns is replaced instead of failing the next turn.  A connection back in the pool for less
+(the calls of one turn: marker, guards, append, usage) is not: that would add a round trip
+to every store call."""
+
+
+class _Pooled(psycopg.Connection[tuple[Any, ...]]):
+    returned_at: float = 0.0
+    """``time.monotonic()`` when the pool last got the connection back."""
+
+
+def _stamp_return(conn: Conn) -> None:
+    conn.returned_at = time.monotonic()  # type: ignore[attr-defined]
+
+
+def _check_if_idle(conn: Conn) -> None:
+    """The pool's check on checkout.  A connection the server closed while it sat in the
+    pool (a restart, ``pg_terminate_backend``: the backend sends its FATAL notice first) has
+    something to read on its socket, which an idle autocommit connection never has — a
+    local test with no round trip; only a connection idle past :data:`CHECK_IDLE` also
+    gets the empty query."""
+    readable = bool(select.select([conn.fileno()], [], [], 0)[0])
+    if readable or time.monotonic() - getattr(conn, "returned_at", 0.0) > CHECK_IDLE:
+        ConnectionPool.check_connection(conn)
+
+
 class PostgresBase:
     """Pool, transactions and the helpers every room uses."""
 
@@ -107,7 +137,9 @@ class PostgresBase:
             max_size=self.settings.pool_max,
             timeout=self.settings.pool_timeout,
             kwargs={"autocommit": True},
-            check=ConnectionPool.check_connection,
+            connection_class=_Pooled,
+            check=_check_if_idle,
+            reset=_stamp_return,
             open=False,
             name=f"hermes-{self.schema}",
         )
@@ -154,6 +186,13 @@ class PostgresBase:
     @contextmanager
     def _read(self) -> Iterator[Conn]:
         """A connection for single-statement reads (autocommit)."""
+        with self._connection() as conn:
+            yield conn
+
+    @contextmanager
+    def _one(self) -> Iterator[Conn]:
+        """A connection for one statement that writes (autocommit: the statement is its own
+        transaction, two round trips fewer than ``BEGIN`` … ``COMMIT``)."""
         with self._connection() as conn:
             yield conn
 

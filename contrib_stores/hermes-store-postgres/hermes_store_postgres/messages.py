@@ -22,7 +22,7 @@ from hermes_store_postgres._base import MSG_COLS, NOW, WINDOW_ORDER, Conn, error
 from hermes_store_postgres.schema import SEARCH_VECTOR
 from hermes_store_postgres.sessions import SessionRooms
 
-__all__ = ["MessageRooms"]
+__all__ = ["DEFER_INDEX_MIN", "MessageRooms"]
 
 _TYPES = {"observed": "integer"}
 STAGE_MIN = 64
@@ -34,9 +34,29 @@ _UNNEST = ", ".join(
 _INSERT_ARRAYS = (
     f"INSERT INTO messages (session_id, timestamp, seq, token_count, {MSG_COLS}, "
     "search_vector) "
-    f"SELECT %s, %s, %s + u.pos, u.tokens, {', '.join('u.' + c for c in ROW_COLUMNS)}, "
-    f"{SEARCH_VECTOR.format(content='u.content')} "
+    "SELECT %s, %s, {base} + u.pos, u.tokens, "
+    f"{', '.join('u.' + c for c in ROW_COLUMNS)}, {SEARCH_VECTOR.format(content='u.content')} "
     f"FROM unnest({_UNNEST}) AS u(pos, tokens, {MSG_COLS}) ORDER BY u.pos "
+    "RETURNING id, seq"
+)
+_INSERT_ARRAYS_AT = _INSERT_ARRAYS.format(base="%s").encode()
+_INSERT_ARRAYS_NEXT = _INSERT_ARRAYS.format(  # after the session's last row, one round trip
+    base="(SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = %s)").encode()
+_TOUCH = (
+    f"UPDATE sessions SET last_activity_at = {NOW}, last_activity_kind = 'message' "
+    "WHERE id = %s AND end_reason IS DISTINCT FROM 'compression' "
+    "RETURNING last_activity_at"
+).encode()
+_INSERT_TOUCHED = (  # a turn's append, sent with _TOUCH in one pipeline: the rows take the
+    # activity time _TOUCH wrote, and go in only if it found the session live
+    f"INSERT INTO messages (session_id, timestamp, seq, token_count, {MSG_COLS}, "
+    "search_vector) "
+    "SELECT %s, s.last_activity_at, "
+    "(SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = %s) + u.pos, u.tokens, "
+    f"{', '.join('u.' + c for c in ROW_COLUMNS)}, {SEARCH_VECTOR.format(content='u.content')} "
+    "FROM (SELECT last_activity_at FROM sessions WHERE id = %s "
+    "AND end_reason IS DISTINCT FROM 'compression') s, "
+    f"unnest({_UNNEST}) AS u(pos, tokens, {MSG_COLS}) ORDER BY u.pos "
     "RETURNING id, seq"
 ).encode()
 _STAGE = "hermes_append"
@@ -50,10 +70,16 @@ _INSERT = (  # consumes the staged rows: a second batch in one transaction start
     f"WITH u AS (DELETE FROM {_STAGE} RETURNING *) "
     f"INSERT INTO messages (session_id, timestamp, seq, token_count, {MSG_COLS}, search_vector) "
     f"SELECT %s, %s, %s + u.pos, u.tokens, {', '.join('u.' + c for c in ROW_COLUMNS)}, "
-    f"{SEARCH_VECTOR.format(content='u.content')} "
-    "FROM u ORDER BY u.pos "
+    "{vector} FROM u ORDER BY u.pos "
     "RETURNING id, seq"
-).encode()
+)
+_INSERT_INDEXED = _INSERT.format(vector=SEARCH_VECTOR.format(content="u.content")).encode()
+_INSERT_PENDING = _INSERT.format(vector="NULL").encode()
+DEFER_INDEX_MIN = 256
+"""Batches of at least this many rows go in *pending* (``search_vector`` NULL, in neither
+search index) and are indexed by the catch-up (:mod:`hermes_store_postgres.indexing`):
+maintaining the two GIN indexes row by row was ≈ 85 % of a bulk append's time.  Searches
+scan the pending rows meanwhile, so nothing committed is ever unsearchable."""
 
 
 class MessageRooms(SessionRooms):
@@ -90,18 +116,21 @@ class MessageRooms(SessionRooms):
         order ``base + positions[i] + 1`` (by default right after the session's last row)."""
         if not prepared:
             return []
+        where = range(len(prepared)) if positions is None else positions
+        if len(prepared) < STAGE_MIN:
+            # (the caller holds the session row's lock: no other append moves max(seq))
+            columns: list[list[Any]] = [[p + 1 for p in where], [t for t, _ in prepared]]
+            columns += [list(c) for c in zip(*(v for _, v in prepared), strict=True)]
+            insert, at = ((_INSERT_ARRAYS_NEXT, session_id) if base is None
+                          else (_INSERT_ARRAYS_AT, base))
+            rows = conn.execute(insert, (session_id, now, at, *columns)).fetchall()
+            return [int(r[0]) for r in sorted(rows, key=lambda r: int(r[1]))]
         if base is None:
             row = conn.execute(
                 "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = %s",
                 (session_id,),
             ).fetchone()
             base = int(row[0]) if row else 0
-        where = range(len(prepared)) if positions is None else positions
-        if len(prepared) < STAGE_MIN:
-            columns: list[list[Any]] = [[p + 1 for p in where], [t for t, _ in prepared]]
-            columns += [list(c) for c in zip(*(v for _, v in prepared), strict=True)]
-            rows = conn.execute(_INSERT_ARRAYS, (session_id, now, base, *columns)).fetchall()
-            return [int(r[0]) for r in sorted(rows, key=lambda r: int(r[1]))]
         # COPY into a per-connection staging table (emptied at commit), then one
         # INSERT … SELECT: COPY's row format is written by psycopg's C code, where bound
         # arrays are dumped element by element in Python (≈ 56 ms of a 1,000-row batch).
@@ -109,7 +138,8 @@ class MessageRooms(SessionRooms):
         with conn.cursor().copy(_COPY) as copy:
             for pos, (tokens, values) in zip(where, prepared, strict=True):
                 copy.write_row((pos + 1, tokens, *values))
-        rows = conn.execute(_INSERT, (session_id, now, base)).fetchall()
+        insert = _INSERT_PENDING if len(prepared) >= DEFER_INDEX_MIN else _INSERT_INDEXED
+        rows = conn.execute(insert, (session_id, now, base)).fetchall()
         return [int(r[0]) for r in sorted(rows, key=lambda r: int(r[1]))]
 
     @errors("appending messages")
@@ -120,17 +150,34 @@ class MessageRooms(SessionRooms):
         token_counts: Sequence[int] | None = None,
     ) -> list[int]:
         prepared = prepare_messages(messages, token_counts)
+        if 0 < len(prepared) < STAGE_MIN:
+            return self._append_small(session_id, prepared)
         with self._tx() as conn:
-            row = conn.execute(
-                f"UPDATE sessions SET last_activity_at = {NOW}, last_activity_kind = 'message' "
-                "WHERE id = %s AND end_reason IS DISTINCT FROM 'compression' "
-                "RETURNING last_activity_at".encode(),
-                (session_id,),
-            ).fetchone()
+            row = conn.execute(_TOUCH, (session_id,)).fetchone()
             if row is None:
                 self._require(conn, session_id)
                 raise StaleSessionError(self._rotated(conn, session_id, "nothing was written"))
             return self._insert(conn, session_id, prepared, float(row[0]))
+
+    def _append_small(self, session_id: str, prepared: Sequence[Prepared]) -> list[int]:
+        """A turn's append in one network round trip: ``BEGIN``, the session row's
+        ``UPDATE`` (its lock orders appends to the session), the ``INSERT`` and ``COMMIT``
+        go out together in pipeline mode.  The ``INSERT``'s ``max(seq)`` runs after the
+        ``UPDATE`` holds the row lock, in a later statement, so it sees every append that
+        committed before."""
+        columns: list[list[Any]] = [list(range(1, len(prepared) + 1)),
+                                    [t for t, _ in prepared]]
+        columns += [list(c) for c in zip(*(v for _, v in prepared), strict=True)]
+        with self._connection() as conn:
+            with conn.pipeline(), conn.transaction():
+                touched = conn.execute(_TOUCH, (session_id,))
+                inserted = conn.execute(
+                    _INSERT_TOUCHED, (session_id, session_id, session_id, *columns))
+            if touched.fetchone() is None:
+                self._require(conn, session_id)
+                raise StaleSessionError(self._rotated(conn, session_id, "nothing was written"))
+            rows = inserted.fetchall()
+        return [int(r[0]) for r in sorted(rows, key=lambda r: int(r[1]))]
 
     @errors("reading the window")
     def window_marker(self, session_id: str) -> WindowMarker:
@@ -221,7 +268,7 @@ class MessageRooms(SessionRooms):
 
     @errors("writing guards")
     def write_guards(self, session_id: str, guards: Guards) -> None:
-        with self._tx() as conn:
+        with self._one() as conn:
             cur = conn.execute(
                 "UPDATE sessions SET cooldown_until = %s, fallback_streak = %s, "
                 "ineffective_count = %s, ineffective_tokens = %s WHERE id = %s",
@@ -248,7 +295,7 @@ class MessageRooms(SessionRooms):
         reasoning_tokens: int = 0,
         cost_usd: float = 0.0,
     ) -> None:
-        with self._tx() as conn:
+        with self._one() as conn:
             cur = conn.execute(
                 "UPDATE sessions SET input_tokens = input_tokens + %s, "
                 "output_tokens = output_tokens + %s, "

@@ -8,6 +8,10 @@
 * Substring: ``content ILIKE '%needle%'`` (``%``, ``_`` and ``\\`` escaped) over non-tool
   rows, which the partial ``pg_trgm`` GIN index answers (SPEC R-9.3: tool rows are not in
   the substring index).
+* Rows a bulk write left *pending* (``search_vector`` NULL, not yet in either index, see
+  :mod:`.indexing`) are matched by a scan of the pending set in the same statement, so a
+  committed row is always found; the store catches up before searching, which keeps that
+  set empty or small.
 * A one- or two-character non-ASCII query scans the newest non-tool rows in scope.
 
 Attempts run in the order every backend follows: all words; any word; substring; short scan.
@@ -28,6 +32,7 @@ from hermes_host.store.query import (
     substring_needle,
 )
 from hermes_store_postgres._base import Conn
+from hermes_store_postgres.schema import SEARCH_VECTOR
 
 __all__ = ["like_pattern", "run_search", "word_query"]
 
@@ -46,43 +51,69 @@ def like_pattern(needle: str) -> str:
     return f"%{escaped}%"
 
 
-def _scope(scope: list[str] | None, params: list[Any]) -> str:
+def _scope(scope: list[str] | None, params: list[Any], alias: str = "m") -> str:
     if scope is None:
         return ""
     params.append(scope)
-    return " AND m.session_id = ANY(%s)"
+    return f" AND {alias}.session_id = ANY(%s)"
+
+
+_PENDING_VECTOR = SEARCH_VECTOR.format(content="p.content")
+
+
+def _word_hits(expression: str, params: list[str], scope: list[str] | None, ranked: bool
+               ) -> tuple[str, list[Any]]:
+    """The rows matching the ``tsquery`` ``expression``: indexed rows through the word
+    index, plus the pending rows of a bulk write (their vector computed on the fly; the
+    ``messages_unindexed`` partial index finds them, and it is empty in steady state)."""
+    args: list[Any] = []
+    rank_m = f", -ts_rank(m.search_vector, {expression}) AS score" if ranked else ""
+    rank_p = f", -ts_rank({_PENDING_VECTOR}, {expression}) AS score" if ranked else ""
+    args += params * (2 if ranked else 1)
+    indexed = (f"SELECT m.id{rank_m} FROM messages m WHERE m.search_vector @@ ({expression})"
+               f"{_scope(scope, args)}")
+    args += params * (2 if ranked else 1)
+    pending = (f"SELECT p.id{rank_p} FROM messages p WHERE p.search_vector IS NULL AND "
+               f"{_PENDING_VECTOR} @@ ({expression}){_scope(scope, args, 'p')}")
+    return f"({indexed} UNION ALL {pending})", args
 
 
 def _words(conn: Conn, words: list[str], any_word: bool, scope: list[str] | None,
            limit: int) -> list[tuple[int, float]]:
     expression, params = word_query(words, any_word=any_word)
-    where_params: list[Any] = []
-    where = f"m.search_vector @@ q.query{_scope(scope, where_params)}"
-    base = f"FROM messages m, ({'SELECT ' + expression} AS query) q WHERE {where}"
+    hits, args = _word_hits(expression, params, scope, ranked=False)
     counted = conn.execute(
-        f"SELECT count(*) FROM (SELECT 1 {base} LIMIT %s) c".encode(),
-        [*params, *where_params, _query.RANK_CAP + 1],
+        f"SELECT count(*) FROM (SELECT 1 FROM {hits} h LIMIT %s) c".encode(),
+        [*args, _query.RANK_CAP + 1],
     ).fetchone()
     matching = int(counted[0]) if counted else 0
     if not matching:
         return []
     # Ranking costs time per matching row: a term matching more than RANK_CAP rows is
     # answered with its most recent hits (still scored).
-    order = "score" if matching <= _query.RANK_CAP else "m.id DESC"
+    order = "score" if matching <= _query.RANK_CAP else "id DESC"
+    hits, args = _word_hits(expression, params, scope, ranked=True)
     rows = conn.execute(
-        f"SELECT m.id, -ts_rank(m.search_vector, q.query) AS score {base} "
-        f"ORDER BY {order} LIMIT %s".encode(),
-        [*params, *where_params, limit],
+        f"SELECT id, score FROM {hits} h ORDER BY {order} LIMIT %s".encode(),
+        [*args, limit],
     ).fetchall()
     return [(int(r[0]), float(r[1])) for r in rows]
 
 
 def _substring(conn: Conn, needle: str, scope: list[str] | None, limit: int) -> list[int]:
-    params: list[Any] = [like_pattern(needle)]
-    where = _scope(scope, params)
+    """Non-tool rows containing ``needle``: indexed rows through the trigram index (whose
+    predicate is ``role <> 'tool' AND search_vector IS NOT NULL``), plus pending rows."""
+    pattern = like_pattern(needle)
+    params: list[Any] = [pattern]
+    indexed = ("SELECT m.id FROM messages m WHERE m.role <> 'tool' AND "
+               "m.search_vector IS NOT NULL AND m.content ILIKE %s ESCAPE '\\'"
+               f"{_scope(scope, params)}")
+    params.append(pattern)
+    pending = ("SELECT p.id FROM messages p WHERE p.search_vector IS NULL AND "
+               "p.role <> 'tool' AND p.content ILIKE %s ESCAPE '\\'"
+               f"{_scope(scope, params, 'p')}")
     rows = conn.execute(
-        "SELECT m.id FROM messages m WHERE m.role <> 'tool' AND m.content ILIKE %s "
-        f"ESCAPE '\\'{where} ORDER BY m.id DESC LIMIT %s".encode(),
+        f"SELECT id FROM ({indexed} UNION ALL {pending}) h ORDER BY id DESC LIMIT %s".encode(),
         [*params, limit],
     ).fetchall()
     return [int(r[0]) for r in rows]

@@ -174,3 +174,51 @@ def test_a_server_stopped_mid_session_fails_that_turn_clearly_and_the_next_works
             "after the outage", "before the outage"}
     finally:
         store.close()
+
+
+def _turn(session: Any, n: int) -> None:
+    session.add_user(f"question {n} about the parser")
+    session.build_request()
+    session.add_assistant(f"answer {n}: the lexer was wrong")
+    session.end_turn({"prompt_tokens": 120, "completion_tokens": 12})
+
+
+def test_a_server_restart_mid_session_fails_that_host_turn_clearly_and_the_next_works_issue_16(
+    hermes_postgres: TestServer,
+) -> None:
+    """Issue 16 at the ContextHost level (the test above is at the store level): the server
+    goes down between two turns of a live session; that turn fails with a StoreError that
+    says what happened and that nothing of it was stored (no password); once the server is
+    back the next turn works on the same Session object, a restart while idle is not even an
+    error, and the store holds every message of the turns that succeeded, once each."""
+    if not hermes_postgres.managed:
+        pytest.skip("HERMES_HOST_TEST_POSTGRES_URL's server is not ours to stop")
+    from hermes_host.config import HermesConfig
+    from hermes_host.host import ContextHost
+
+    url = hermes_postgres.fresh_url(pool_timeout="3")
+    config = HermesConfig.model_validate(
+        {"summarizer": {"provider": "offline"}, "memory": {"providers": []}})
+    with ContextHost.from_config(config, store=url) as host:
+        session = host.open_session(system_prompt="You fix parsers.")
+        _turn(session, 0)
+        hermes_postgres.stop_server()
+        try:
+            with pytest.raises(StoreError) as caught:
+                _turn(session, 1)
+        finally:
+            hermes_postgres.start_server()
+        text = str(caught.value)
+        assert "database server" in text or "database connection" in text
+        assert "nothing of it was stored" in text and hermes_postgres.password not in text
+        _turn(session, 2)
+        hermes_postgres.restart()
+        _turn(session, 3)
+        expected = [m for n in (0, 2, 3) for m in (
+            {"role": "user", "content": f"question {n} about the parser"},
+            {"role": "assistant", "content": f"answer {n}: the lexer was wrong"})]
+        window = [m for m in session.window() if m["role"] != "system"]
+        assert [{k: m[k] for k in ("role", "content")} for m in window] == expected
+    with PostgresStore(url) as store:
+        rows = store.lineage_messages(session.id)
+        assert [{k: r.message[k] for k in ("role", "content")} for r in rows] == expected
