@@ -213,9 +213,49 @@ def main() -> int:
         f"- 200-message window ({source}): the fence adds {big_fenced[0] - big_bare[0]:.0f} µs "
         "(snapshot + invariant check grow with the window)."
     )
+    _window_rows(pm, runner, targets)
     _process_rows(pm, small, big, samples["fenced"], big_samples["fenced"])
     _hostile_rows(small)
     return targets.finish()
+
+
+TARGET_WINDOW_RATIO = 1.5
+
+
+def _window_rows(pm: pluggy.PluginManager, runner: HookRunner, targets: Targets) -> None:
+    """Fenced − bare ``select_context`` at 20 and 2,000 messages, interleaved (issue 15):
+    the fence's cost must not grow with the window."""
+    requests = {}
+    for n in (20, 2000):
+        messages, _ = _window(n)
+        requests[n] = SelectRequest(session_id="bench", messages=messages,
+                                    incoming_message=messages[-1], budget_tokens=1_000_000)
+        assert runner.call("trivial", "select_context", requests[n]).adopted
+    cases: dict[str, Callable[[], object]] = {}
+    for n, req in requests.items():
+        cases[f"bare{n}"] = lambda req=req: pm.hook.select_context(request=req)
+        cases[f"fenced{n}"] = lambda req=req: runner.call("trivial", "select_context", req)
+    got: dict[str, list[float]] = {k: [] for k in cases}
+    for _ in range(10):
+        for name, fn in cases.items():
+            _measure(fn, 40, got[name])
+    added = {n: _stats(got[f"fenced{n}"])[0] - _stats(got[f"bare{n}"])[0] for n in requests}
+    sizes = {n: len(r.messages) for n, r in requests.items()}
+    ratio = added[2000] / added[20]
+    check = targets.check(
+        "select_context fenced−bare at 2,000 messages / at 20 messages", ratio, "<=",
+        TARGET_WINDOW_RATIO, "{:.2f}×", "{:.1f}×")
+    print("\n### fence cost against the window size\n")
+    print("`select_context` on a trivial engine that returns its window unchanged, bare and "
+          "fenced, interleaved in this run (read-only messages shared across the fence; the "
+          "result checked as a splice of the request window).\n")
+    print("| window | bare median µs | fenced median µs | added µs |")
+    print("|---|---:|---:|---:|")
+    for n in requests:
+        b, f = _stats(got[f"bare{n}"])[0], _stats(got[f"fenced{n}"])[0]
+        print(f"| {sizes[n]} messages | {b:.1f} | {f:.1f} | {added[n]:.1f} |")
+    print(f"\n- Added at {sizes[2000]} messages / added at {sizes[20]}: **{ratio:.2f}×** "
+          f"(target {check.spec}: {'met' if check.met else MISSED}).")
 
 
 def _process_rows(

@@ -16,13 +16,28 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from hermes_host.fence.errors import redact_request_text
+from hermes_host.fence.frozen import (
+    FrozenDict,
+    Splice,
+    Unfreezable,
+    Window,
+    freeze,
+    remember,
+    window_of,
+)
 from hermes_host.fence.isolation import Outcome
 from hermes_host.fence.provenance import Provenance
 from hermes_host.fence.snapshot import NotPlainData, PastDeadline, ResultTooLarge, plain
-from hermes_host.fence.validate import IGNORED_HOOKS, RESULT_TYPES, check_result, type_problem
+from hermes_host.fence.validate import (
+    IGNORED_HOOKS,
+    RESULT_TYPES,
+    check_result,
+    system_prompt_change,
+    type_problem,
+)
 
 __all__ = [
     "LATE_CHECK",
@@ -76,8 +91,9 @@ def from_thread(
     deadline: float,
     timer: Callable[[], float],
     timeout: float,
-) -> Verdict | tuple[Any]:
-    """The plugin's own object → the verdict, or ``(data,)`` to be rebuilt by :func:`validated`."""
+) -> Verdict | tuple[Any] | _Spliced:
+    """The plugin's own object → the verdict, ``(data,)`` to be rebuilt by :func:`validated`,
+    or a splice of the request's window (only the changed messages copied)."""
     if raw is None:
         return Verdict(Provenance.NONE)
     if hook in IGNORED_HOOKS:
@@ -87,7 +103,12 @@ def from_thread(
         return _invalid(problem)
     if hook not in RESULT_TYPES and not isinstance(raw, str):
         return (raw,)  # a hookspec the fence has no contract for: passed through
+    window = _request_window(request)
     try:
+        if window is not None:
+            spliced = _splice(raw, window, cap=cap, deadline=deadline, timer=timer)
+            if spliced is not None:
+                return spliced
         data, _ = plain(raw, cap=cap, deadline=deadline, timer=timer)
     except ResultTooLarge as exc:
         return _invalid(str(exc))
@@ -98,6 +119,63 @@ def from_thread(
     except (RuntimeError, RecursionError) as exc:  # e.g. mutated while it was being copied
         return _invalid(f"could not be copied ({type(exc).__name__})")
     return (data,)
+
+
+def _request_window(request: BaseModel) -> Window | None:
+    messages = request.__dict__.get("messages")
+    if type(messages) is not list:
+        return None
+    try:
+        return window_of(messages)
+    except Unfreezable:
+        return None
+
+
+@dataclass(frozen=True)
+class _Spliced:
+    """A result whose messages reuse the request's frozen window: only ``middle`` is new."""
+
+    fields: dict[str, Any]
+    window: Window
+    cut: Splice
+    middle: list[FrozenDict]
+
+
+_MESSAGES = TypeAdapter(list[dict[str, Any]])
+
+
+def _splice(
+    raw: Any, window: Window, *, cap: int, deadline: float, timer: Callable[[], float]
+) -> Verdict | _Spliced | None:
+    """The result's messages as a splice of the request's window: only what changed is
+    copied, measured and frozen (issue 15).  None when the result has no message list."""
+    if not isinstance(raw, BaseModel):
+        return None
+    own = dict.copy(object.__getattribute__(raw, "__dict__"))
+    messages = own.pop("messages", None)
+    if not isinstance(messages, list):
+        return None
+    cut = window.splice(list.copy(messages))
+    fields, size = plain(own, cap=cap, deadline=deadline, timer=timer)
+    size += window.kept_size(cut)
+    if size > cap:
+        raise ResultTooLarge(size, cap)
+    try:
+        middle, _ = plain(cut.middle, cap=cap - size, deadline=deadline, timer=timer)
+    except NotPlainData as exc:
+        raise NotPlainData(f".messages{str(exc).partition(' at ')[2]}") from None
+    except ResultTooLarge as exc:
+        raise ResultTooLarge(exc.size + size, cap) from None
+    try:
+        checked = _MESSAGES.validate_python(middle)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        at = first["loc"][0]
+        index = at + cut.prefix if isinstance(at, int) else at
+        where = ".".join(str(p) for p in ("messages", index, *first["loc"][1:]))
+        return _invalid(f"{type(raw).__name__} does not validate ({exc.error_count()} "
+                        f"error(s); first: {where}: {first['msg']})")
+    return _Spliced(fields, window, cut, [freeze(m) for m in checked])
 
 
 def from_process(
@@ -161,6 +239,8 @@ def validated(hook: str, data: Any, request: BaseModel) -> Verdict:
     hook's contract."""
     model = RESULT_TYPES.get(hook)
     value = data
+    if isinstance(data, _Spliced):
+        return _validated_splice(hook, data, request)
     if isinstance(data, _Json):
         if model is None:
             return _invalid("a JSON answer for a hook without a result type")
@@ -190,6 +270,35 @@ def validated(hook: str, data: Any, request: BaseModel) -> Verdict:
     return Verdict(provenance, value)
 
 
+def _validated_splice(hook: str, data: _Spliced, request: BaseModel) -> Verdict:
+    """:func:`validated` for a splice: the other fields through pydantic, the messages
+    checked only around the change."""
+    model = RESULT_TYPES[hook]
+    fields = {k: v for k, v in data.fields.items() if k in model.model_fields}
+    fields["messages"] = []
+    try:
+        value = model.model_validate(fields)
+    except ValidationError as exc:
+        return _validation_problem(model, exc)
+    window, cut = data.window, data.cut
+    try:
+        violations = window.splice_violations(cut, data.middle)
+        derived = None if violations else window.derive(cut, data.middle)
+    except Exception as exc:  # a bug in a check must not escape the fence
+        return _invalid(f"could not be validated ({type(exc).__name__})")
+    if violations:
+        shown = "; ".join(str(v) for v in violations[:5])
+        more = f"; and {len(violations) - 5} more" if len(violations) > 5 else ""
+        return _invalid(f"{len(violations)} window invariant violation(s): {shown}{more}")
+    assert derived is not None
+    head = derived.ref[:1]
+    change = system_prompt_change(request, head)
+    if change:
+        return _invalid(change)
+    value.__dict__["messages"] = remember(derived).items
+    return Verdict(Provenance.OK, value)
+
+
 
 def checker(
     hook: str,
@@ -209,6 +318,7 @@ def checker(
     plugin's snapshot."""
 
     def check(raw: Any) -> Verdict:
+        got: Verdict | tuple[Any] | _Json | _Spliced
         if process and isinstance(raw, Outcome) and raw.kind != "result":
             got = from_process(raw, request, cap=cap, timeout=timeout)
         elif timer() > deadline:  # the answer came only after the deadline
@@ -223,7 +333,7 @@ def checker(
             )
         if isinstance(got, Verdict):
             return got
-        verdict = validated(hook, got if isinstance(got, _Json) else got[0], request)
+        verdict = validated(hook, got if isinstance(got, _Json | _Spliced) else got[0], request)
         if timer() > deadline:  # the host's own checking ran past the deadline
             return late(LATE_CHECK, timeout)
         return verdict

@@ -1,8 +1,10 @@
 """What crosses the fence: a private snapshot going in, plain data coming out (R-10.2).
 
-* :func:`snapshot` — the plugin receives a private deep copy of the request; plain data is
-  copied, handles (the read-only ``history`` reader) are passed by reference.  Whatever the
-  plugin does to its copy, the caller's request is untouched.
+* :func:`snapshot` — the plugin receives a private copy of the request: its ``messages`` are
+  the read-only messages of :mod:`~hermes_host.fence.frozen`, shared with the caller's
+  request and frozen once per window (the plugin's *list* is its own); other plain data is
+  deep-copied; handles (the read-only ``history`` reader) are passed by reference.  Whatever
+  the plugin does to its copy, the caller's request is untouched.
 * :func:`plain` — what a plugin returns is turned into plain data (dicts, lists, strings,
   numbers) **before** it is validated, so a plugin thread that keeps mutating the lists it
   returned cannot change what the host validates and commits (issue 13).  Only the built-in
@@ -24,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from hermes_host.fence.frozen import Unfreezable, window_of
 from hermes_host.messages import IMMUTABLE_TYPES, copy_data
 
 __all__ = ["NotPlainData", "PastDeadline", "ResultTooLarge", "plain", "snapshot"]
@@ -62,6 +65,17 @@ def _copy_model(model: BaseModel, *, share_handles: bool) -> BaseModel:
     for name, value in fields.items():
         if type(value) in IMMUTABLE_TYPES:
             continue
+        if share_handles and name == "messages" and type(value) is list:
+            try:
+                window = window_of(value)
+            except Unfreezable:
+                pass  # not JSON-like data: a private deep copy, as for any other field
+            else:
+                # The caller's request now holds the frozen messages (same content); the
+                # engine gets its own list of the same read-only objects (issue 15).
+                model.__dict__[name] = window.items
+                fields[name] = list(window.ref)
+                continue
         if share_handles and not isinstance(value, _PLAIN_TYPES):
             continue  # a handle (e.g. SelectRequest.history): shared by reference
         fields[name] = _copy_data(value)

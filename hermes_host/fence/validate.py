@@ -18,7 +18,10 @@ from hermes_host.hookspecs import MEMORY_HOOKS
 from hermes_host.messages import check_invariants
 from hermes_host.models import CompressDecision, CompressResult, PruneResult, SelectResult
 
-__all__ = ["IGNORED_HOOKS", "RESULT_TYPES", "TEXT_HOOKS", "check_result", "type_problem"]
+__all__ = [
+    "IGNORED_HOOKS", "RESULT_TYPES", "TEXT_HOOKS", "check_result", "system_prompt_change",
+    "type_problem",
+]
 
 RESULT_TYPES: dict[str, type[BaseModel]] = {
     "should_compress": CompressDecision,
@@ -51,7 +54,7 @@ def type_problem(hook: str, value: Any) -> str | None:
     return None
 
 
-def _system_prompt_change(request: BaseModel, messages: list[Any]) -> str | None:
+def system_prompt_change(request: BaseModel, messages: list[Any]) -> str | None:
     """Why ``messages`` alters the request's system prompt, or None when it does not."""
     before = getattr(request, "messages", None)
     if not isinstance(before, list):
@@ -95,7 +98,7 @@ def check_result(hook: str, value: Any, request: BaseModel) -> tuple[Provenance,
                 None,
                 f"{len(violations)} window invariant violation(s): {shown}{more}",
             )
-        change = _system_prompt_change(request, messages)
+        change = system_prompt_change(request, messages)
         if change:
             return Provenance.INVALID, None, change
     return Provenance.OK, value, None

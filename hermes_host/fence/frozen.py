@@ -1,0 +1,301 @@
+"""Read-only messages shared across the fence, so a call costs O(change), not O(window) (issue 15).
+
+A window crosses the fence once as :class:`FrozenDict` messages (nested lists and dicts
+frozen too).  Those objects are then *shared* — by the caller's request, every engine's
+snapshot and the adopted result — instead of deep-copied on every call:
+
+* an engine reads them as ordinary dicts (``msg["content"]``, ``list(messages)``,
+  ``{**msg, "content": ...}``, ``dict(msg)``, ``json.dumps``, ``copy.deepcopy``: all work;
+  a copy is a plain, mutable dict);
+* writing to one (``msg["content"] = ...``, ``msg["tool_calls"].append(...)``, ``del``,
+  ``update``, ``setdefault``, ``pop``, ``clear``, ``sort``...) raises :class:`TypeError`
+  with a message saying to copy first — a visible error, and nothing reaches the caller;
+* the engine's *list* is its own (a plain list): appending, popping or reordering it is fine.
+
+A :class:`Window` remembers what the fence knows of a frozen message list (per-message
+sizes, summary flags, its invariant violations), so a result that reuses most of it is
+measured and validated only where it differs (:meth:`Window.splice`).
+
+Limit: in thread isolation an engine shares the host's address space, so base-class calls
+(``dict.__setitem__(msg, ...)``) are not stopped; ``fence.isolation: process`` isolates
+completely.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from hermes_host.messages import IMMUTABLE_TYPES, Violation, check_invariants, is_summary
+
+__all__ = ["FrozenDict", "FrozenList", "Splice", "Unfreezable", "Window", "freeze", "thaw",
+           "window_of"]
+
+READ_ONLY = (
+    "messages are read-only inside the fence (R-10.2): copy before changing one, e.g. "
+    "{**message, key: value} or copy.deepcopy(message)"
+)
+
+
+class Unfreezable(TypeError):
+    """A message holds something other than JSON-like data: it cannot be shared safely."""
+
+
+def _refuse(*_: Any, **__: Any) -> NoReturn:
+    raise TypeError(READ_ONLY)
+
+
+class FrozenDict(dict[str, Any]):
+    """A read-only message (or a dict inside one).  Copies of it are plain dicts."""
+
+    __slots__ = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # engine-built: freeze the values
+        dict.__init__(self, *args, **kwargs)
+        for key, value in dict.items(self):
+            dict.__setitem__(self, key, freeze(value))
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse
+    __ior__ = _refuse
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        return thaw(self)  # type: ignore[no-any-return]
+
+    def __reduce__(self) -> Any:
+        return (dict, (thaw(self),))
+
+
+class FrozenList(list[Any]):
+    """A read-only list inside a message (content parts, tool calls).  Copies are plain."""
+
+    __slots__ = ()
+
+    def __init__(self, items: Sequence[Any] = ()) -> None:
+        list.__init__(self, [freeze(item) for item in items])
+
+    __setitem__ = __delitem__ = append = extend = insert = pop = remove = _refuse
+    clear = sort = reverse = __iadd__ = __imul__ = _refuse
+
+    def __copy__(self) -> list[Any]:
+        return list(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+        return thaw(self)  # type: ignore[no-any-return]
+
+    def __reduce__(self) -> Any:
+        return (list, (thaw(self),))
+
+
+def _frozen_dict(items: dict[str, Any]) -> FrozenDict:
+    out = FrozenDict.__new__(FrozenDict)
+    dict.update(out, items)  # the values are frozen already: skip __init__
+    return out
+
+
+def _frozen_list(items: list[Any]) -> FrozenList:
+    out = FrozenList.__new__(FrozenList)
+    list.extend(out, items)
+    return out
+
+
+def freeze(value: Any) -> Any:
+    """``value`` (JSON-like data) as read-only data; frozen parts are reused, not copied.
+
+    Raises :class:`Unfreezable` for anything else (a set, a model, an arbitrary object)."""
+    kind = type(value)
+    if kind in IMMUTABLE_TYPES or kind is FrozenDict or kind is FrozenList:
+        return value
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in dict.items(value):
+            if type(key) is not str:
+                raise Unfreezable(f"a {type(key).__name__} key")
+            out[key] = freeze(item)
+        return _frozen_dict(out)
+    if isinstance(value, list | tuple):
+        return _frozen_list([freeze(item) for item in value])
+    raise Unfreezable(f"a {kind.__name__}")
+
+
+def thaw(value: Any) -> Any:
+    """A plain, mutable deep copy of (frozen or plain) JSON-like ``value``."""
+    if isinstance(value, dict):
+        return {k: thaw(v) for k, v in dict.items(value)}
+    if isinstance(value, list):
+        return [thaw(v) for v in list.__iter__(value)]
+    return value
+
+
+def size_of(value: Any) -> int:
+    """Bytes as JSON would spell ``value`` (approximately; the same measure as
+    :func:`hermes_host.fence.snapshot.plain`: numbers count 8)."""
+    kind = type(value)
+    if kind is str:
+        return (len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))) + 2
+    if isinstance(value, dict):
+        return 2 + sum(len(k) + 3 + size_of(v) for k, v in dict.items(value))
+    if isinstance(value, list):
+        return 2 + sum(size_of(v) for v in list.__iter__(value))
+    return 8
+
+
+@dataclass(frozen=True)
+class Splice:
+    """A result's messages as ``ref[:prefix] + middle + ref[len(ref) - suffix:]``."""
+
+    prefix: int
+    suffix: int
+    middle: list[Any]
+
+
+@dataclass
+class Window:
+    """A frozen message list and what the fence knows of it (sizes, summaries, validity).
+
+    ``ref`` is the fence's own list (never handed out); ``items`` the list the caller's
+    request holds (the same frozen messages; the caller may change the *list*, which
+    :func:`window_of` notices)."""
+
+    ref: list[FrozenDict]
+    items: list[Any]
+    sizes: list[int]
+    summaries: list[bool]
+    total: int
+    _violations: list[Violation] | None = field(default=None, repr=False)
+    summary_count: int = 0
+
+    @classmethod
+    def build(cls, messages: Sequence[Any], *, violations: list[Violation] | None = None
+              ) -> Window:
+        ref = [freeze(m) for m in messages]
+        sizes = [size_of(m) for m in ref]
+        summaries = [isinstance(m, dict) and is_summary(m) for m in ref]
+        return cls(ref, list(ref), sizes, summaries, sum(sizes), violations, sum(summaries))
+
+    @property
+    def violations(self) -> list[Violation]:
+        if self._violations is None:
+            self._violations = check_invariants(self.ref)
+        return self._violations
+
+    def splice(self, out: list[Any]) -> Splice:
+        """``out`` against ``ref``: the longest equal prefix and suffix (C-level compares;
+        on equality the fence's own objects are used, never the engine's)."""
+        ref = self.ref
+        if len(out) == len(ref) and out == ref:
+            return Splice(len(ref), 0, [])
+        limit = min(len(out), len(ref))
+        prefix = 0
+        while prefix < limit and (out[prefix] is ref[prefix] or out[prefix] == ref[prefix]):
+            prefix += 1  # a changed window differs early (new summary, dropped turns)
+        room = limit - prefix
+        suffix = _common_suffix(out, ref, room)
+        return Splice(prefix, suffix, out[prefix:len(out) - suffix])
+
+    def derive(self, cut: Splice, middle: list[FrozenDict]) -> Window:
+        """The window of an adopted result (already validated: no violations)."""
+        n, p, s = len(self.ref), cut.prefix, cut.suffix
+        if p == n and not middle:  # unchanged: share everything but the caller's list
+            return Window(self.ref, list(self.ref), self.sizes, self.summaries, self.total, [],
+                          self.summary_count)
+        sizes_mid = [size_of(m) for m in middle]
+        flags_mid = [is_summary(m) for m in middle]
+        ref = [*self.ref[:p], *middle, *self.ref[n - s:]]
+        sizes = [*self.sizes[:p], *sizes_mid, *self.sizes[n - s:]]
+        summaries = [*self.summaries[:p], *flags_mid, *self.summaries[n - s:]]
+        total = self.total - sum(self.sizes[p:n - s]) + sum(sizes_mid)
+        count = self.summary_count - sum(self.summaries[p:n - s]) + sum(flags_mid)
+        return Window(ref, list(ref), sizes, summaries, total, [], count)
+
+    def kept_size(self, cut: Splice) -> int:
+        """Bytes of the messages a splice keeps from ``ref``."""
+        n = len(self.ref)
+        return self.total - sum(self.sizes[cut.prefix:n - cut.suffix])
+
+    def splice_violations(self, cut: Splice, middle: list[Any], *, max_summaries: int = 1
+                          ) -> list[Violation]:
+        """The window invariants of ``ref[:p] + middle + ref[n-s:]``, checked only around
+        the change when ``ref`` itself is valid (invariants are local to a tool group and
+        its neighbours; the summary count is kept per message)."""
+        ref, n, p, s = self.ref, len(self.ref), cut.prefix, cut.suffix
+        if self.violations:  # nothing known to hold: check it all
+            return check_invariants([*ref[:p], *middle, *ref[n - s:]],
+                                    max_summaries=max_summaries)
+        a = p
+        while a > 0 and ref[a - 1].get("role") == "tool":
+            a -= 1
+        if a > 0:
+            a -= 1  # the head of the group the prefix ends in
+        b = n - s
+        while b < n and ref[b].get("role") == "tool":
+            b += 1
+        if b < n:
+            b += 1  # the next group's head, and its results
+            while b < n and ref[b].get("role") == "tool":
+                b += 1
+        local = [*ref[a:p], *middle, *ref[n - s:b]]
+        found = [
+            v for v in check_invariants(local, max_summaries=len(local) + 1)
+            if v.rule != "summary_count"
+        ]
+        shift = a
+        found = [Violation(v.rule, None if v.index is None else v.index + shift, v.detail)
+                 for v in found]
+        summaries = (self.summary_count - sum(self.summaries[p:n - s])
+                     + sum(1 for m in middle if isinstance(m, dict) and is_summary(m)))
+        if summaries > max_summaries:
+            found.append(Violation(
+                "summary_count", None, f"{summaries} summary blocks (at most {max_summaries})"
+            ))
+        return found
+
+
+def _common_suffix(a: list[Any], b: list[Any], room: int) -> int:
+    """The length of the longest equal suffix of ``a`` and ``b`` (at most ``room``): a
+    galloping then binary search over C-level slice compares."""
+    if room <= 0 or not (a[-1] is b[-1] or a[-1] == b[-1]):
+        return 0
+    good, step = 1, 2
+    while step <= room and a[-step:] == b[-step:]:
+        good, step = step, step * 2
+    bad = min(step, room + 1)
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if a[-mid:] == b[-mid:]:
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
+# --- the windows the fence has seen: one freeze per window, then O(change) -------------------
+
+_CACHE_SIZE = 32
+_cache: OrderedDict[int, Window] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def remember(window: Window) -> Window:
+    with _cache_lock:
+        _cache[id(window.items)] = window
+        _cache.move_to_end(id(window.items))
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return window
+
+
+def window_of(messages: list[Any]) -> Window:
+    """The :class:`Window` of a request's message list: the remembered one while the list
+    still holds exactly its messages (one C-level compare), else a new one (one freeze).
+    Raises :class:`Unfreezable` for a message that is not JSON-like data."""
+    with _cache_lock:
+        known = _cache.get(id(messages))
+    if known is not None and known.items is messages and messages == known.ref:
+        return known
+    return remember(Window.build(messages))

@@ -1,0 +1,101 @@
+"""Read-only messages shared across the fence and splice validation (issue 15, R-10.2, R-1.4)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from fence_helpers import Returns, make_pm, select_request, window
+
+from hermes_host import hookimpl
+from hermes_host.fence import HookRunner, Provenance
+from hermes_host.messages import check_invariants
+from hermes_host.models import SelectRequest, SelectResult
+
+WRITES = {
+    "nested content block": lambda m: m[1]["content"][0].__setitem__("text", "x")
+    if isinstance(m[1]["content"], list) else m[1].__setitem__("content", "x"),
+    "tool-call arguments": lambda m: m[2]["tool_calls"][0]["function"].__setitem__(
+        "arguments", "{}"),
+    "dict inside a list": lambda m: m[2]["tool_calls"][0].__setitem__("id", "other"),
+    "append to tool calls": lambda m: m[2]["tool_calls"].append({}),
+    "del a key": lambda m: m[1].__delitem__("role"),
+    "setdefault": lambda m: m[1].setdefault("name", "x"),
+}
+
+
+class Writer:
+    def __init__(self, write: Any) -> None:
+        self.write = write
+
+    @hookimpl
+    def select_context(self, request: SelectRequest) -> SelectResult:
+        self.write(request.messages)
+        return SelectResult(messages=request.messages)
+
+
+@pytest.mark.parametrize("what", sorted(WRITES))
+def test_issue15_a_write_into_a_shared_message_fails_loudly_and_the_caller_is_untouched(
+    what: str,
+) -> None:
+    request = select_request()
+    before = request.model_dump(exclude={"history"})
+    fenced = HookRunner(make_pm(w=Writer(WRITES[what]))).call("w", "select_context", request)
+    assert fenced.provenance is Provenance.ERROR
+    assert fenced.error is not None and "read-only" in fenced.error
+    assert request.model_dump(exclude={"history"}) == before
+
+
+def test_issue15_documented_read_patterns_work_and_copies_are_mutable() -> None:
+    seen: dict[str, Any] = {}
+
+    class Reader:
+        @hookimpl
+        def select_context(self, request: SelectRequest) -> SelectResult:
+            messages = list(request.messages)
+            seen["content"] = messages[1]["content"]
+            seen["json"] = json.dumps(messages)
+            copied = copy.deepcopy(messages[2])
+            copied["tool_calls"][0]["function"]["arguments"] = "{}"
+            spread = {**messages[1], "content": "edited"}
+            messages[1] = spread
+            return SelectResult(messages=messages)
+
+    request = select_request()
+    fenced = HookRunner(make_pm(r=Reader())).call("r", "select_context", request)
+    assert fenced.adopted, fenced.error
+    assert seen["content"] == window()[1]["content"]
+    assert json.loads(seen["json"]) == window()
+    assert fenced.value.messages[1]["content"] == "edited"
+    assert request.messages == window()
+
+
+def _edits() -> dict[str, list[dict[str, Any]]]:
+    w = window()
+    return {
+        "unchanged": w,
+        "drop the oldest turn": [w[0], *w[3:]] if len(w) > 3 else w,
+        "orphan tool result": [*w, {"role": "tool", "tool_call_id": "ghost", "content": "x"}],
+        "two users in a row": [*w[:2], {"role": "user", "content": "again"}, *w[1:]],
+        "two summaries": [w[0], *[{"role": "user", "content": "[summary]",
+                                   "_summary": True}] * 2, *w[1:]],
+        "system moved": [*w[1:2], w[0], *w[2:]],
+    }
+
+
+@pytest.mark.parametrize("edit", sorted(_edits()))
+def test_issue15_splice_validation_agrees_with_the_full_invariant_check(edit: str) -> None:
+    """The change-only check adopts exactly what the full check on the whole list accepts."""
+    messages = _edits()[edit]
+    request = select_request()
+    fenced = HookRunner(make_pm(e=Returns(SelectResult(messages=messages)))).call(
+        "e", "select_context", request)
+    full = check_invariants(messages)
+    if full or messages[:1] != window()[:1]:
+        assert fenced.provenance is Provenance.INVALID, edit
+    else:
+        assert fenced.adopted, fenced.error
+        assert fenced.value.messages == messages
+    assert request.messages == window()
