@@ -178,7 +178,7 @@ FLOOR_FROM_WINDOW = 16_000
 def summary_ceiling(
     context_length: int, options: EngineOptions, *, emit_limit: int | None
 ) -> int:
-    """The largest summary target: 5 % of the window, at least 2,000 tokens on a window of
+    """The largest summary target: 5 % of the window, at least 3,000 tokens on a window of
     16K or more, at most
     ``max_summary_tokens`` — and, for an LLM summariser, within what it may emit in one
     answer (``summarizer.max_tokens``).  The offline summariser has no output limit, so a
