@@ -431,3 +431,53 @@ def test_a_request_after_a_no_request_snapshot_becomes_the_snapshot() -> None:
     ))
     assert out["Historical Task Snapshot"] == "Work on bead spotter-4te."
     assert out["Goal"].count("Work on bead spotter-4te.") <= 1
+
+
+def _spotter(name: str) -> list[Any]:
+    path = next((p for p in transcript_files() if p.name == f"{name}.jsonl"), None)
+    if path is None:
+        pytest.skip(f"transcript {name} not present")
+    return load_transcript(path)
+
+
+def test_update_rounds_merge_the_index_each_name_once_issue_14() -> None:
+    """Issue 14 (deliverable 2: merge, do not re-condense): over ten update rounds of a real
+    long session the Critical Context index lists every identifier, URL and error once —
+    the carried index lines used to be copied verbatim beside the new ones, so one name
+    (``session_live``) filled several lines and the budget pushed real facts out."""
+    msgs = _spotter("claudecode-spotter-8463c716")
+    step = len(msgs) // 10
+    summary: str | None = None
+    for start in range(0, step * 10, step):
+        summary = summarize(msgs[start:start + step], previous_summary=summary,
+                            budget_tokens=3000)
+    assert summary is not None
+    body = parse_sections(summary)["Critical Context"]
+    names = [n for line in body.splitlines() if line.startswith("- Identifiers: ")
+             for n in re.findall(r"`([^`]+)`", line)]
+    assert len(names) >= 20
+    assert len(names) == len({n.lower() for n in names})
+    for label in ("URLs", "Figures", "Error messages seen"):
+        assert sum(line.startswith(f"- {label}: ") for line in body.splitlines()) <= 1
+
+
+def test_an_edit_says_what_it_changed_issue_14() -> None:
+    """Issue 14 (files touched *with what changed*): an edit's action line names what the
+    new text adds, read from the call's arguments — the tool's own result ("The file … has
+    been updated") is the same for every edit."""
+    msgs = _spotter("claudecode-spotter-258c7280")
+    edits = [
+        json.loads(call["function"]["arguments"])
+        for m in msgs for call in (m.get("tool_calls") or [])
+        if call.get("function", {}).get("name") == "Edit"
+    ]
+    assert edits
+    actions = parse_sections(summarize(msgs, budget_tokens=200_000))["Completed Actions"]
+    edited = [line for line in actions.splitlines() if " EDITED " in f" {line}"]
+    with_note = [line for line in edited if "; adds `" in line or "; around `" in line]
+    assert len(with_note) >= len(edited) // 2
+    # the names shown come from the edit's new text
+    from hermes_host.llm.offline.actions import change_note
+    note = next(n for e in edits if (n := change_note("EDITED", e)))
+    shown = re.findall(r"`([^`]+)`", note)
+    assert any(all(s in e.get("new_string", "") for s in shown) for e in edits)

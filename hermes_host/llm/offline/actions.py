@@ -200,3 +200,52 @@ from line 1 (3,400 chars)``): it already describes the original, so it is the ou
 
 def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
+_NAME_RE = re.compile(r"\b(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+"
+                      r"|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+)\b")
+_DEFINES_RE = re.compile(
+    r"(?m)^\s*(?:export\s+|pub\s+|async\s+|static\s+)*(?:def|defp|defmodule|defmacro|class|"
+    r"function|fn|func|interface|struct|trait|enum|type|module|impl)\s+([A-Za-z_][\w.]*)"
+)
+_NEW_TEXT_KEYS = ("new_string", "new_str", "content", "file_text", "new_content", "text",
+                  "patch", "diff")
+_OLD_TEXT_KEYS = ("old_string", "old_str")
+_MAX_NAMES = 6
+
+
+def _names(text: str, limit: int = _MAX_NAMES) -> list[str]:
+    return list(dict.fromkeys(_NAME_RE.findall(text)))[:limit]
+
+
+def change_note(verb: str, args: dict[str, Any] | str) -> str:
+    """What an edit changed, in names (issue 14: files touched *with what changed*): the
+    identifiers of the new text, those the old text lacked first (``new `a`, `b`; around
+    `c```) — an edit's tool result ("The file … has been updated") says nothing of it."""
+    if not isinstance(args, dict) or verb not in ("EDITED", "WROTE", "CREATED"):
+        return ""
+    new = next((args[k] for k in _NEW_TEXT_KEYS if isinstance(args.get(k), str)), "")
+    if not new:
+        return ""
+    old = next((args[k] for k in _OLD_TEXT_KEYS if isinstance(args.get(k), str)), "")
+    defined = _DEFINES_RE.findall(new[:20_000])
+    names = _names(new[:20_000], 40)
+    old_names = set(_NAME_RE.findall(old[:20_000]))
+    added = [n for n in dict.fromkeys([*defined, *names]) if n not in old_names]
+    kept = [n for n in names if n in old_names and n not in added]
+    parts = []
+    if added:
+        parts.append("adds " + ", ".join(f"`{n}`" for n in added[:_MAX_NAMES]))
+    if kept:
+        parts.append("around " + ", ".join(f"`{n}`" for n in kept[:3]))
+    return "; ".join(parts)
+
+
+def read_note(verb: str, result: str | None) -> str:
+    """The names a read file defines (``defines `load`, `Session```): what an agent comes
+    back to a file for, where a line count alone says nothing."""
+    if verb != "READ" or not result or _PRUNED_LINE_RE.match(result.strip()):
+        return ""
+    defined = list(dict.fromkeys(_DEFINES_RE.findall(result[:60_000])))[:_MAX_NAMES + 2]
+    return "defines " + ", ".join(f"`{n}`" for n in defined) if defined else ""
+

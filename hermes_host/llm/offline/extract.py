@@ -18,6 +18,8 @@ from hermes_host.llm.offline.actions import (
     _describe_result,
     _parse_args,
     _scan_window,
+    change_note,
+    read_note,
 )
 from hermes_host.llm.offline.user_requests import (
     _PLATFORM_NAMES,
@@ -253,6 +255,9 @@ class _Extractor:
         verb, target, key = _describe_call(name, args)
         result = self._results.get(str(call.get("id")))
         outcome, ok, error = _describe_result(verb, result)
+        note = change_note(verb, args) or read_note(verb, result)
+        if note:
+            outcome = f"{outcome}; {note}"
         self._record(_Action(verb, target, name, outcome, ok, key, error))
         if isinstance(args, dict):
             for k in _PATH_KEYS:

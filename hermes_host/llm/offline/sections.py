@@ -249,25 +249,40 @@ class _Composer:
         if facts.redacted or any(REDACTED in s for s in self.previous.values()):
             ctx.append(("Credentials were present in the conversation; their values are "
                         f"{REDACTED} and must be re-read from the environment, not guessed.", 90))
+        # MERGE, not re-list: the carried index lines are folded into this round's, each
+        # name, URL, error or figure once, the ones the new turns use again first
+        carried: dict[str, list[str]] = {"Identifiers": [], "URLs": [], "Error messages seen": [],
+                                         "Figures": []}
         for line in _bullets(self.previous.get("Critical Context", "")):
-            if not line.startswith(("Credentials were present", "Memory context")):
+            label, _, rest = line.partition(": ")
+            if label in ("Identifiers", "Error messages seen"):
+                carried[label] += re.findall(r"`([^`]+)`", rest)
+            elif label in ("URLs", "Figures"):
+                carried[label] += [v.strip() for v in rest.split(", ") if v.strip()]
+            elif not line.startswith(("Credentials were present", "Memory context")):
                 ctx.append((line, 30))
-        errors = [one_line(e, 120) for e, _ in facts.errors.most_common(4)]
+        carried_ids = carried["Identifiers"]
+        errors = _dedupe([one_line(e, 120) for e, _ in facts.errors.most_common(4)]
+                         + carried["Error messages seen"])[:6]
         if errors:
             ctx.append(("Error messages seen: " + "; ".join(f"`{e}`" for e in errors), 55))
-        if facts.urls:
-            urls = sorted(facts.urls, key=lambda u: (-facts.urls[u], u))[:10]
+        urls = _dedupe(sorted(facts.urls, key=lambda u: (-facts.urls[u], u))[:10]
+                       + carried["URLs"])[:12]
+        if urls:
             ctx.append(("URLs: " + ", ".join(urls), 28))
         idents = sorted(facts.identifiers, key=lambda s: (-facts.identifiers[s], s))
-        idents = idents[: self.owner.max_identifiers]
+        # names the new turns use again come first (still live); then the carried index in
+        # its order, so a name the session stopped using is the first to go under budget
+        idents = _dedupe(idents[: self.owner.max_identifiers] + carried_ids)
         if self.focus.active:
             idents.sort(key=lambda s: not self.focus(s))
         for start in range(0, len(idents), 10):
             part = idents[start:start + 10]
             # the first chunk is the index's core: kept before errors and URLs
             ctx.append(("Identifiers: " + ", ".join(f"`{s}`" for s in part),
-                        70 if start == 0 else 26 - min(start // 10, 20)))
-        figures = sorted(facts.figures, key=lambda s: (-facts.figures[s], s))[:15]
+                        70 if start == 0 else 30 - min(start // 10, 25)))
+        figures = _dedupe(sorted(facts.figures, key=lambda s: (-facts.figures[s], s))[:15]
+                          + carried["Figures"])[:15]
         if figures:
             ctx.append(("Figures: " + ", ".join(figures), 22))
         for n, (line, prio) in enumerate(_dedupe_pairs(ctx)):

@@ -41,7 +41,7 @@ from hermes_host.llm.base import (
     SummaryJob,
     TransientSummaryError,
 )
-from hermes_host.llm.offline import first_user_request, latest_user_request
+from hermes_host.llm.offline import latest_user_request
 from hermes_host.messages import (
     check_invariants,
     normalize_alternation,
@@ -59,6 +59,21 @@ from hermes_compressor.boundaries import (
     is_actionable_user,
     short_session_cut,
 )
+from hermes_compressor.budget import (
+    FLOOR_FROM_WINDOW as FLOOR_FROM_WINDOW,  # re-exported: these names lived here
+)
+from hermes_compressor.budget import (
+    SUMMARY_FLOOR_TOKENS as SUMMARY_FLOOR_TOKENS,
+)
+from hermes_compressor.budget import (
+    SUMMARY_WINDOW_SHARE as SUMMARY_WINDOW_SHARE,
+)
+from hermes_compressor.budget import (
+    _memoised,
+    _tokens_up_to,
+    summary_ceiling,
+)
+from hermes_compressor.carried import _previous_latest, _snapshot_source
 from hermes_compressor.micro import MicroBreaker, micro_summarize
 from hermes_compressor.options import EngineOptions
 from hermes_compressor.prompt import build_prompt
@@ -72,12 +87,10 @@ from hermes_compressor.prune import (
 )
 from hermes_compressor.summary import (
     SKILL_MARKER_RE,
-    SNAPSHOT,
     ensure_latest_request,
     extract_previous,
     inject,
     postprocess,
-    section_body,
     strip_reasoning,
 )
 from hermes_compressor.trigger import tail_budget, threshold_tokens
@@ -111,34 +124,6 @@ class _Counted:
         return self.inner.summarize(job)
 
 
-def _memoised(count: Callable[[Message], int]) -> Callable[[Message], int]:
-    """Per-pass token counts by message identity (the pass never mutates a message; every
-    change is a new dict, and the memo keeps each counted object alive so ids stay unique)."""
-    memo: dict[int, tuple[Message, int]] = {}
-
-    def counted(message: Message) -> int:
-        hit = memo.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1]
-        tokens = count(message)
-        memo[id(message)] = (message, tokens)
-        return tokens
-
-    return counted
-
-
-def _tokens_up_to(
-    messages: Sequence[Message], count: Callable[[Message], int], bound: float
-) -> int:
-    """Tokens of ``messages``, counted until the sum exceeds ``bound``."""
-    total = 0
-    for message in messages:
-        total += count(message)
-        if total > bound:
-            break
-    return total
-
-
 def _cooldown_active(request: CompressRequest) -> bool:
     until = request.guards.cooldown_until
     return not request.force and until is not None and request.guards.now < until
@@ -151,46 +136,6 @@ def _normalised(messages: Sequence[Message]) -> list[Message]:
     return out
 
 
-def _snapshot_source(previous: str | None, middle: Sequence[Message]) -> str | None:
-    """The verbatim request the *Historical Task Snapshot* must carry."""
-    if previous:
-        body = section_body(previous, SNAPSHOT)
-        if body:
-            return body
-    # the same choice the offline summariser makes (platform injections are not requests)
-    text = first_user_request(middle)
-    if not text:
-        return None
-    return text if len(text) <= 1500 else text[:1500] + "…"
-
-
-SUMMARY_WINDOW_SHARE = 0.05
-"""The summary may grow to this share of the context window (as in Hermes) …"""
-SUMMARY_FLOOR_TOKENS = 2000
-"""… and, on windows of :data:`FLOOR_FROM_WINDOW` tokens or more, never has a ceiling under
-this (Hermes' ``_MIN_SUMMARY_TOKENS``: on a 16K window 5 % is 800 tokens, too few to carry a
-long session's files and actions) …"""
-FLOOR_FROM_WINDOW = 16_000
-"""… while a smaller window keeps 5 %: there 2,000 tokens would be an eighth of it or more."""
-
-
-def summary_ceiling(
-    context_length: int, options: EngineOptions, *, emit_limit: int | None
-) -> int:
-    """The largest summary target: 5 % of the window, at least 2,000 tokens on a window of
-    16K or more, at most
-    ``max_summary_tokens`` — and, for an LLM summariser, within what it may emit in one
-    answer (``summarizer.max_tokens``).  The offline summariser has no output limit, so a
-    200K–1M window is not starved by a 4,096-token default meant for an LLM call."""
-    ceiling = int(context_length * SUMMARY_WINDOW_SHARE)
-    if context_length >= FLOOR_FROM_WINDOW:
-        ceiling = max(SUMMARY_FLOOR_TOKENS, ceiling)
-    ceiling = min(ceiling, options.max_summary_tokens)
-    if emit_limit is not None:
-        ceiling = min(ceiling, emit_limit)
-    return max(options.min_summary_tokens, ceiling)
-
-
 def _calls_llm(summarizers: Summarizers) -> bool:
     """Whether the primary summariser is an LLM (one that cannot be built, e.g. for a missing
     key, counts as one: its failure is handled where it is called)."""
@@ -198,17 +143,6 @@ def _calls_llm(summarizers: Summarizers) -> bool:
         return bool(summarizers.primary().calls_llm)
     except Exception:
         return True
-
-
-def _previous_latest(previous: str | None) -> str | None:
-    """The newest request an earlier summary carried (its *Goal* line, else its snapshot)."""
-    if not previous:
-        return None
-    goal = section_body(previous, "## Goal") or ""
-    for line in goal.splitlines():
-        if line.startswith("Latest user request:"):
-            return line[len("Latest user request:"):].strip() or None
-    return None
 
 
 def compress_window(

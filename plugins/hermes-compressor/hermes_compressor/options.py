@@ -48,7 +48,7 @@ class EngineOptions(BaseModel):
         800, ge=50, description="Recent excerpt kept by the tail pressure pass (R-6.1)."
     )
     summary_ratio: float = Field(
-        0.20, gt=0, le=1, description="Summary target = middle tokens × this ratio."
+        0.50, gt=0, le=1, description="Summary target = middle tokens × this ratio."
     )
     min_summary_tokens: int = Field(256, ge=32)
     max_summary_tokens: int = Field(

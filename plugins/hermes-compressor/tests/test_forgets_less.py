@@ -197,7 +197,8 @@ def test_an_echoed_prefix_is_not_carried_into_the_block(echo: str) -> None:
 @pytest.mark.parametrize(
     ("context_length", "emit_limit", "expected"),
     [
-        (16_000, None, 2_000),  # the floor, not 5 % (800)
+        (16_000, None, 3_000),  # the floor, not 5 % (800)
+        (32_000, None, 3_000),  # the floor, not 5 % (1,600)
         (8_000, None, 400),  # a small window: 5 %, no floor
         (200_000, None, 10_000),  # 5 % of the window, not summarizer.max_tokens
         (1_000_000, None, 12_000),  # capped by max_summary_tokens
