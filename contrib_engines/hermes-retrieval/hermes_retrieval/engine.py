@@ -60,6 +60,8 @@ _RECENT_CHARS = 4000  # of each recent message mined for terms (tool outputs can
 _NAME_SCAN_CHARS = 2000  # of each stored message mined for the names index
 _REDACT_MARGIN = 512  # redacted past a cut, so a secret straddling it is still recognised
 _REDACTED_STEM = REDACTED.rstrip("]")  # a name cut at the marker's "]" (a URL)
+_LINE_CHARS = 240  # an excerpt line longer than this is cut
+_NOVELTY_CAP = 12  # new names counted per excerpt when ranking (a long list is not 12x)
 
 
 _SEP = "\n\x00\n"  # between texts redacted together: no rule matches across it
@@ -426,11 +428,13 @@ class Retrieval:
         window_digests = {_digest(t) for t in window_texts if t}
         chosen: list[tuple[str, dict[str, Any]]] = []
         seen: set[str] = set()
+        shown: set[str] = set()  # names the chosen excerpts already bring back
         skipped = 0
         used = 0
         floor = candidates[0].fused * opts.min_relative_score if candidates else 0.0
-        for cand in candidates:
-            if len(chosen) >= opts.max_hits or cand.fused < floor:
+        pool: list[tuple[float, int, str, _Candidate, set[str]]] = []
+        for order, cand in enumerate(candidates):
+            if cand.fused < floor:
                 break
             hit = cand.hit
             role = hit.get("role")
@@ -445,11 +449,31 @@ class Retrieval:
             if digest in seen:
                 continue
             seen.add(digest)
-            # redacted whole, then cut: an excerpt's edge must not cut a secret's name off
-            snippet = _excerpt(redact(content), cand.terms, opts.max_hit_chars)
-            if digest in window_digests or _norm(snippet.strip("… ")) in window_blob:
+            if digest in window_digests:
                 skipped += 1
                 continue
+            # redacted whole, then cut: an excerpt's edge must not cut a secret's name off
+            snippet = _excerpt(redact(content), cand.terms, opts.max_hit_chars, window_blob)
+            novel = _novel_names(snippet, window_blob)
+            if _norm(snippet.strip("… ")) in window_blob:
+                skipped += 1
+                continue
+            pool.append((cand.fused, order, snippet, cand, novel))
+        # Relevance first; an excerpt is worth what it brings that is not visible yet, so a
+        # hit whose names the window (or a better hit) already shows makes room for the next.
+        remaining = sorted(pool, key=lambda p: (-p[0], p[1]))
+        while remaining and len(chosen) < opts.max_hits:
+            best = max(
+                remaining,
+                key=lambda p: (p[0] * (1 + min(len(p[4] - shown), _NOVELTY_CAP)) ** 0.5, -p[1]),
+            )
+            remaining.remove(best)
+            fused, _, snippet, cand, novel = best
+            if novel and not novel - shown:  # its names are all in better hits already
+                skipped += 1
+                continue
+            hit = cand.hit
+            role = hit.get("role")
             label = f"[{len(chosen) + 1}] {role} · message {hit.get('message_id')}"
             if hit.get("session_id") is not None:
                 label += f" · session {hit.get('session_id')}"
@@ -460,6 +484,7 @@ class Retrieval:
             if used + cost > budget:
                 continue
             used += cost
+            shown |= novel
             chosen.append(
                 (
                     text,
@@ -467,7 +492,7 @@ class Retrieval:
                         "message_id": hit.get("message_id"),
                         "session_id": hit.get("session_id"),
                         "role": role,
-                        "score": round(cand.fused, 3),
+                        "score": round(fused, 3),
                     },
                 )
             )
@@ -535,7 +560,58 @@ def _score(hit: Mapping[str, Any]) -> float:
     return float(value) if isinstance(value, int | float) else 0.0
 
 
-def _excerpt(content: str, terms: list[str], limit: int) -> str:
+def _novel_names(text: str, visible: str) -> set[str]:
+    """The names of ``text`` (paths, symbols, errors …) that ``visible`` does not contain."""
+    return {n for n in names_in(text) if n not in visible}
+
+
+def _excerpt(content: str, terms: list[str], limit: int, visible: str = "") -> str:
+    """At most ``limit`` chars of ``content``: the lines that match a term or name something
+    ``visible`` (the window) does not show, with one line of context each, in their order;
+    gaps are marked ``…``.  Text without such lines is cut around the first matched term."""
+    text = content.strip()
+    if len(text) <= limit:
+        return text
+    lines = text.split("\n")
+    lowered = [ln.lower() for ln in lines]
+    wanted = [t.lower() for t in terms]
+    scores = []
+    for raw, low in zip(lines, lowered, strict=True):
+        hit = any(t in low for t in wanted)
+        novel = len(_novel_names(raw[:_LINE_CHARS], visible)) if visible else 0
+        scores.append(3.0 * hit + min(novel, 4))
+    if len(lines) < 3 or not any(scores):
+        return _window_cut(text, terms, limit)
+    keep: set[int] = set()
+    size = 0
+    for i in sorted(range(len(lines)), key=lambda i: (-scores[i], i)):
+        if scores[i] <= 0:
+            break
+        for j in (i, i - 1, i + 1):
+            if 0 <= j < len(lines) and j not in keep:
+                step = min(len(lines[j]), _LINE_CHARS) + 1
+                if size + step > limit:
+                    continue
+                keep.add(j)
+                size += step
+        if size >= limit:
+            break
+    if not keep:
+        return _window_cut(text, terms, limit)
+    out: list[str] = []
+    last = -1
+    for j in sorted(keep):
+        if j != last + 1:
+            out.append("…")
+        line = lines[j]
+        out.append(line if len(line) <= _LINE_CHARS else line[:_LINE_CHARS] + " …")
+        last = j
+    if last != len(lines) - 1:
+        out.append("…")
+    return "\n".join(out)
+
+
+def _window_cut(content: str, terms: list[str], limit: int) -> str:
     """At most ``limit`` chars of ``content``, centred on the first matched term."""
     if len(content) <= limit:
         return content.strip()
