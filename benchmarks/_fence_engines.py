@@ -17,6 +17,8 @@ from hermes_host.models import (
 
 
 class Trivial:
+    read_only_messages = True  # messages shared, not copied (issue 15)
+
     @hookimpl
     def should_compress(self, request: ShouldCompressRequest) -> CompressDecision:
         return CompressDecision(compress=False, reason="below_threshold")

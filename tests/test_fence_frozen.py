@@ -27,6 +27,8 @@ WRITES = {
 
 
 class Writer:
+    read_only_messages = True
+
     def __init__(self, write: Any) -> None:
         self.write = write
 
@@ -52,6 +54,8 @@ def test_issue15_documented_read_patterns_work_and_copies_are_mutable() -> None:
     seen: dict[str, Any] = {}
 
     class Reader:
+        read_only_messages = True
+
         @hookimpl
         def select_context(self, request: SelectRequest) -> SelectResult:
             messages = list(request.messages)
@@ -99,3 +103,35 @@ def test_issue15_splice_validation_agrees_with_the_full_invariant_check(edit: st
         assert fenced.adopted, fenced.error
         assert fenced.value.messages == messages
     assert request.messages == window()
+
+
+def test_issue15_only_an_engine_that_declares_read_only_messages_gets_shared_ones() -> None:
+    """R-10.2 keeps its promise to every other engine: a private, editable deep copy.  An
+    engine with ``read_only_messages = True`` gets the caller's (frozen) message objects
+    themselves; one without it may edit its copy, and the caller never sees either."""
+    seen: dict[str, Any] = {}
+
+    class Editor:
+        @hookimpl
+        def select_context(self, request: SelectRequest) -> SelectResult:
+            for message in request.messages[1:]:  # the system prompt is immutable (R-1.3)
+                message["content"] = "edited"  # its own copy: allowed
+            seen["editor"] = request.messages
+            return SelectResult(messages=request.messages)
+
+    class Sharer:
+        read_only_messages = True
+
+        @hookimpl
+        def select_context(self, request: SelectRequest) -> None:
+            seen["sharer"] = request.messages
+
+    request = select_request()
+    before = request.model_dump(exclude={"history"})
+    runner = HookRunner(make_pm(editor=Editor(), sharer=Sharer()))
+    assert runner.call("editor", "select_context", request).provenance is Provenance.OK
+    assert request.model_dump(exclude={"history"}) == before
+    assert all(m["content"] == "edited" for m in seen["editor"][1:])
+    assert not any(a is b for a, b in zip(seen["editor"], request.messages, strict=True))
+    assert runner.call("sharer", "select_context", request).provenance is Provenance.NONE
+    assert all(a is b for a, b in zip(seen["sharer"], request.messages, strict=True))

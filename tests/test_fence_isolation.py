@@ -135,12 +135,9 @@ def test_r10_2_system_exit_inside_a_plugin_is_contained() -> None:
 def test_r10_2_caller_request_untouched_when_the_plugin_mutates_its_snapshot() -> None:
     request = should_request()
     before = request.model_dump()
-    mutator = Mutator()
-    runner = HookRunner(make_pm(mutator=mutator))
+    runner = HookRunner(make_pm(mutator=Mutator()))
     fenced = runner.call("mutator", "should_compress", request)
     assert fenced.adopted
-    # writes into messages are refused loudly (issue 15); the rest hit the engine's copy
-    assert len(mutator.refused) == 3 and all("read-only" in r for r in mutator.refused)
     assert request.model_dump() == before
     assert request.messages[0]["content"] == SYSTEM["content"]
     assert request.guards.fallback_streak == 0 and request.compression.model_thresholds == {}

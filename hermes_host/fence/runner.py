@@ -343,7 +343,9 @@ class HookRunner:
         else:
             others = [p for p in self._pm.get_plugins() if p is not target]
             one = self._pm.subset_hook_caller(hook, remove_plugins=others)
-            job = Job(one, snapshot(request), plugin, self._checker(started))
+            shared = getattr(target, "read_only_messages", False) is True
+            job = Job(one, snapshot(request, share_messages=shared), plugin,
+                      self._checker(started))
         try:
             self._pool.submit(job)
         except PoolRefused as exc:

@@ -1,8 +1,10 @@
 """What crosses the fence: a private snapshot going in, plain data coming out (R-10.2).
 
-* :func:`snapshot` — the plugin receives a private copy of the request: its ``messages`` are
-  the read-only messages of :mod:`~hermes_host.fence.frozen`, shared with the caller's
-  request and frozen once per window (the plugin's *list* is its own); other plain data is
+* :func:`snapshot` — the plugin receives a private copy of the request: a plain deep copy
+  of its ``messages`` (the plugin may edit it), or — for an engine that declares
+  ``read_only_messages = True`` — the read-only messages of :mod:`~hermes_host.fence.frozen`,
+  shared with the caller's request and frozen once per window (the plugin's *list* is its
+  own; no copy, so the cost does not grow with the window).  Other plain data is
   deep-copied; handles (the read-only ``history`` reader) are passed by reference.  Whatever
   the plugin does to its copy, the caller's request is untouched.
 * :func:`plain` — what a plugin returns is turned into plain data (dicts, lists, strings,
@@ -26,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from hermes_host.fence.frozen import Unfreezable, window_of
+from hermes_host.fence.frozen import Unfreezable, thaw, window_of
 from hermes_host.messages import IMMUTABLE_TYPES, copy_data
 
 __all__ = ["NotPlainData", "PastDeadline", "ResultTooLarge", "plain", "snapshot"]
@@ -55,11 +57,11 @@ _PLAIN_TYPES: tuple[type, ...] = (
 def _copy_data(value: Any) -> Any:
     """:func:`hermes_host.messages.copy_data`, and pydantic models field by field."""
     if isinstance(value, BaseModel):
-        return _copy_model(value, share_handles=False)
+        return _copy_model(value, share_handles=False, share_messages=False)
     return copy_data(value)
 
 
-def _copy_model(model: BaseModel, *, share_handles: bool) -> BaseModel:
+def _copy_model(model: BaseModel, *, share_handles: bool, share_messages: bool) -> BaseModel:
     copied = model.__copy__()  # pydantic's own shallow copy (fields set, extras, private)
     fields = copied.__dict__
     for name, value in fields.items():
@@ -71,10 +73,11 @@ def _copy_model(model: BaseModel, *, share_handles: bool) -> BaseModel:
             except Unfreezable:
                 pass  # not JSON-like data: a private deep copy, as for any other field
             else:
-                # The caller's request now holds the frozen messages (same content); the
-                # engine gets its own list of the same read-only objects (issue 15).
+                # The caller's request now holds the frozen messages (same content), so
+                # the result can be checked as a splice of them.  A read-only engine gets
+                # its own list of the same objects (issue 15); any other a plain copy.
                 model.__dict__[name] = window.items
-                fields[name] = list(window.ref)
+                fields[name] = list(window.ref) if share_messages else thaw(window.items)
                 continue
         if share_handles and not isinstance(value, _PLAIN_TYPES):
             continue  # a handle (e.g. SelectRequest.history): shared by reference
@@ -85,11 +88,13 @@ def _copy_model(model: BaseModel, *, share_handles: bool) -> BaseModel:
     return copied
 
 
-def snapshot(request: BaseModel) -> BaseModel:
+def snapshot(request: BaseModel, *, share_messages: bool = False) -> BaseModel:
     """A private deep copy of ``request``; top-level fields that hold handles (anything that
-    is not plain data, e.g. ``SelectRequest.history``) are shared by reference."""
+    is not plain data, e.g. ``SelectRequest.history``) are shared by reference.  With
+    ``share_messages`` (the engine declared ``read_only_messages = True``) the messages are
+    shared read-only instead of copied."""
     try:
-        return _copy_model(request, share_handles=True)
+        return _copy_model(request, share_handles=True, share_messages=share_messages)
     except RecursionError:  # a self-referencing structure: the slow, memoised copy
         memo: dict[int, Any] = {}
         for value in request.__dict__.values():

@@ -350,9 +350,14 @@ def check_hook(
     limit = runner.timeout_for(hook)
     request = build_request(hook, session)
     before = _plain(request)
+    # The fence may swap the request's messages for read-only twins (issue 15), so the
+    # history handle's own rows are compared too: they are what a write through it changes.
+    history = request.__dict__.get("history")
+    rows = history._messages if isinstance(history, KitHistory) else None
+    rows_before = copy.deepcopy(rows)
     fenced = runner.call(name, hook, request)
     problems: list[Problem] = []
-    if _plain(request) != before:
+    if _plain(request) != before or rows != rows_before:
         problems.append(
             Problem("no_mutation", f"{hook} changed the host's request (it wrote through a "
                     "shared object such as request.history); treat the request as read-only")
@@ -406,9 +411,14 @@ def _state_problems(
     request = build_request(hook, session)
     request.state = restored  # type: ignore[attr-defined]
     before = _plain(request)
+    # The fence may swap the request's messages for read-only twins (issue 15), so the
+    # history handle's own rows are compared too: they are what a write through it changes.
+    history = request.__dict__.get("history")
+    rows = history._messages if isinstance(history, KitHistory) else None
+    rows_before = copy.deepcopy(rows)
     fenced = runner.call(name, hook, request)
     problems: list[Problem] = []
-    if _plain(request) != before:
+    if _plain(request) != before or rows != rows_before:
         problems.append(Problem("no_mutation", f"{hook} with state changed the host's request"))
     if fenced.provenance in (Provenance.ERROR, Provenance.TIMEOUT, Provenance.INVALID):
         problems.append(
