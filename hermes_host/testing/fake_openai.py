@@ -16,7 +16,7 @@ Behaviours (a string, or a dict with ``kind`` plus options):
 =============  ==============================================================================
 ``normal``     200, a chat completion with ``usage``; options ``text``, ``tool_calls``
 ``slow``       sleeps ``seconds`` (default 5) — past a short client timeout — then answers
-``429``        rate_limit_exceeded, with ``retry-after``
+``429``        rate_limit_exceeded, with ``retry-after`` (option ``retry_after``, default 1)
 ``quota``      429 insufficient_quota (OpenAI's "you exceeded your current quota")
 ``500``        server_error
 ``401``        invalid_api_key
@@ -29,6 +29,9 @@ Behaviours (a string, or a dict with ``kind`` plus options):
 ``disconnect`` closes the connection without answering
 ``error``      any error: options ``status`` (500), ``type`` (server_error), ``message``
 =============  ==============================================================================
+
+Every error behaviour takes ``headers``, a dict of extra response headers (e.g.
+``{"retry-after-ms": "2500"}`` on a 503).
 
 A request with ``"stream": true`` gets its answer as server-sent events (one text delta,
 the finish reason, the usage chunk when ``stream_options.include_usage`` is set, ``[DONE]``),
@@ -322,6 +325,7 @@ def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                     str(step.get("message", "error")),
                 )
                 extra = {"retry-after": str(step.get("retry_after", 1))} if status == 429 else {}
+                extra.update({str(k): str(v) for k, v in (step.get("headers") or {}).items()})
                 self._error(status, etype, code, message, **extra)
                 return
             if kind == "disconnect":
