@@ -21,6 +21,7 @@ from typing import Protocol, runtime_checkable
 from hermes_host.models import Message
 
 __all__ = [
+    "MAX_RETRY_AFTER_SECONDS",
     "SUMMARY_SECTIONS",
     "MissingAPIKeyError",
     "PermanentSummaryError",
@@ -28,7 +29,6 @@ __all__ = [
     "SummaryError",
     "SummaryJob",
     "TransientSummaryError",
-    "MAX_RETRY_AFTER_SECONDS",
     "classify_status",
     "retry_after_seconds",
     "summary_error",
