@@ -39,6 +39,7 @@ from typing import Any
 
 from hermes_host.config import HermesConfig, load_config
 from hermes_host.fence import Fenced, HookRunner
+from hermes_host.messages import MessageError
 from hermes_host.models import (
     SessionEvent,
 )
@@ -72,6 +73,20 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+
+def _check_storable(field: str, text: object) -> None:
+    """Refuse text that has no UTF-8 form (a lone surrogate) before it reaches the store,
+    with a :class:`MessageError` naming the field and position, never the text (issue 13)."""
+    if not isinstance(text, str):
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise MessageError(
+            f"{field} is not valid Unicode text: lone surrogate U+{ord(text[exc.start]):04X} "
+            f"at position {exc.start} (it has no UTF-8 form and cannot be stored)"
+        ) from None
 
 
 class ContextHost:
@@ -169,6 +184,10 @@ class ContextHost:
         caller's choosing — a framework's own session id, so that the framework's id finds
         the conversation again with :meth:`resume` (which follows rotations).  Raises
         :class:`~hermes_host.store.StoreError` when that id is taken."""
+        for name, text in (("system_prompt", system_prompt), ("title", title),
+                           ("user_id", user_id), ("cwd", cwd), ("source", source),
+                           ("session_id", session_id)):
+            _check_storable(name, text)
         probe = SessionEvent(session_id="(new)", user_id=user_id, cwd=cwd, reason="new")
         blocks = [
             f.value

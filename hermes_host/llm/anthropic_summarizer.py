@@ -55,7 +55,7 @@ _error = summary_error
 def classify_status_error(exc: anthropic.APIStatusError) -> SummaryError:
     """Map an SDK status error to our transient/permanent classes (R-10.3)."""
     return classify_status("anthropic", int(exc.status_code), getattr(exc, "type", None),
-                           exc.body)
+                           exc.body, getattr(exc.response, "headers", None))
 
 
 class AnthropicSummarizer:

@@ -13,12 +13,15 @@ Error messages never contain request bodies, headers or keys.
 from __future__ import annotations
 
 import datetime as _dt
+import email.utils as _email_utils
+import time as _time
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from hermes_host.models import Message
 
 __all__ = [
+    "MAX_RETRY_AFTER_SECONDS",
     "SUMMARY_SECTIONS",
     "MissingAPIKeyError",
     "PermanentSummaryError",
@@ -27,6 +30,7 @@ __all__ = [
     "SummaryJob",
     "TransientSummaryError",
     "classify_status",
+    "retry_after_seconds",
     "summary_error",
 ]
 
@@ -79,6 +83,9 @@ class SummaryError(Exception):
     """The provider's HTTP status when there was one (e.g. 429), else ``None``."""
     error_type: str | None = None
     """The provider's error type when there was one (e.g. ``"rate_limit_error"``)."""
+    retry_after: float | None = None
+    """Seconds the provider asked us to wait (its ``retry-after-ms`` / ``retry-after``
+    header), at most :data:`MAX_RETRY_AFTER_SECONDS`; ``None`` when it did not say."""
 
 
 class TransientSummaryError(SummaryError):
@@ -130,12 +137,56 @@ _EXHAUSTED_WORDS = ("credit balance", "credits", "billing", "quota", "insufficie
 _TRANSIENT_STATUSES = frozenset({408, 409, 425, 429})
 
 
+MAX_RETRY_AFTER_SECONDS = 3600.0
+"""The longest wait a provider's ``retry-after`` can impose (an hour): a larger or broken
+value must not switch compression off for days."""
+
+
+def retry_after_seconds(headers: object, *, now: float | None = None) -> float | None:
+    """The wait a ``429``/``503`` answer asks for, in seconds, from its headers.
+
+    ``retry-after-ms`` (milliseconds, sent by OpenAI and Anthropic) wins over
+    ``retry-after`` (seconds, or an HTTP date, RFC 9110 §10.2.3).  The result is clamped to
+    ``0 … MAX_RETRY_AFTER_SECONDS``; a missing, negative-only or unparsable value is ``None``.
+    ``headers`` is any mapping with ``get`` (``httpx.Headers`` is case-insensitive)."""
+    get = getattr(headers, "get", None)
+    if get is None:
+        return None
+    value: float | None = None
+    ms = get("retry-after-ms")
+    if ms is not None:
+        try:
+            value = float(str(ms).strip()) / 1000.0
+        except ValueError:
+            value = None
+    if value is None:
+        raw = get("retry-after")
+        if raw is None:
+            return None
+        text = str(raw).strip()
+        try:
+            value = float(text)
+        except ValueError:
+            try:
+                when = _email_utils.parsedate_to_datetime(text)
+            except (TypeError, ValueError):
+                return None
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=_dt.UTC)
+            value = when.timestamp() - (_time.time() if now is None else now)
+    if value != value:  # NaN
+        return None
+    return min(max(value, 0.0), MAX_RETRY_AFTER_SECONDS)
+
+
 def summary_error(cls: type[SummaryError], message: str, *, status: int | None = None,
-                  error_type: str | None = None) -> SummaryError:
-    """An instance of ``cls`` carrying the HTTP status and the API's error type."""
+                  error_type: str | None = None, headers: object = None) -> SummaryError:
+    """An instance of ``cls`` carrying the HTTP status, the API's error type and the wait
+    the provider asked for (from ``headers``, see :func:`retry_after_seconds`)."""
     err = cls(message)
     err.status_code = status
     err.error_type = error_type
+    err.retry_after = retry_after_seconds(headers)
     return err
 
 
@@ -153,13 +204,15 @@ def _body_says_exhausted(body: object) -> bool:
     return any(word in text for word in _EXHAUSTED_WORDS)
 
 
-def classify_status(provider: str, status: int, error_type: object, body: object) -> SummaryError:
+def classify_status(provider: str, status: int, error_type: object, body: object,
+                    headers: object = None) -> SummaryError:
     """An HTTP error answer → :class:`TransientSummaryError` or :class:`PermanentSummaryError`.
 
     Permanent: credit, billing or quota exhausted (whatever the status: Anthropic sends a 400,
     OpenAI a 429 ``insufficient_quota``), 401, 402, 403, and any other 4xx retrying cannot
     fix (400 bad request, 404 unknown model…).  Transient: 408, 409, 425, 429 and every 5xx.
     The message is ``"<provider>: HTTP <status> [<type>]"``: never a body, header or key.
+    A transient error carries the provider's ``retry-after`` as ``retry_after``.
     """
     etype = error_type if isinstance(error_type, str) else None
     if etype is not None and not etype.replace("_", "").isalnum():
@@ -171,5 +224,6 @@ def classify_status(provider: str, status: int, error_type: object, body: object
                              f"{label} (credit, billing or quota exhausted)",
                              status=status, error_type=etype)
     if status >= 500 or status in _TRANSIENT_STATUSES:
-        return summary_error(TransientSummaryError, label, status=status, error_type=etype)
+        return summary_error(TransientSummaryError, label, status=status, error_type=etype,
+                             headers=headers)
     return summary_error(PermanentSummaryError, label, status=status, error_type=etype)

@@ -92,7 +92,8 @@ def sdk_error(exc: BaseException, timeout: float) -> TransientSummaryError | Per
                             "openai: connection failed (APIConnectionError)")
     elif isinstance(exc, openai.APIStatusError):
         err = classify_status("openai", int(exc.status_code),
-                              getattr(exc, "type", None) or getattr(exc, "code", None), exc.body)
+                              getattr(exc, "type", None) or getattr(exc, "code", None), exc.body,
+                              getattr(exc.response, "headers", None))
     elif isinstance(exc, openai.APIResponseValidationError | ValueError | TypeError):
         err = summary_error(TransientSummaryError,
                             f"openai: malformed response ({type(exc).__name__})")

@@ -272,9 +272,16 @@ def compression_pass(
                 session_id=session.id, previous_session_id=previous, reason="compression"
             ))
         session._emit(events, COMPACTED_MARKER)
+        paused = ""
+        if value.cooldown_seconds:
+            # committed, but the summariser failed (an offline fallback, say): the user sees
+            # why and for how long automatic compression now pauses (R-5.1, issue 13)
+            paused = (f"compression committed ({value.outcome}); "
+                      + "".join(f"{note}; " for note in value.notes)
+                      + f"automatic compression paused for {value.cooldown_seconds:g} s")
         return report(
             "committed", value.outcome, previous_session_id=previous,
-            published_messages=len(new_window), **common,
+            published_messages=len(new_window), message=paused or None, **common,
         )
     finally:
         release(session, lease, events)

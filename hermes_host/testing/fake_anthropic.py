@@ -16,7 +16,7 @@ Behaviours (a string, or a dict with ``kind`` plus options):
 =============  ==============================================================================
 ``normal``     200, a Messages API JSON with one text block and ``usage``; option ``text``
 ``slow``       sleeps ``seconds`` (default 5) then answers like ``normal``
-``429``        rate_limit_error (with ``retry-after``)
+``429``        rate_limit_error, with ``retry-after`` (option ``retry_after``, default 1)
 ``500``        api_error
 ``529``        overloaded_error
 ``401``        authentication_error
@@ -28,6 +28,9 @@ Behaviours (a string, or a dict with ``kind`` plus options):
 ``disconnect`` closes the connection without answering
 ``error``      any error: options ``status`` (500), ``type`` (api_error), ``message``
 =============  ==============================================================================
+
+Every error behaviour takes ``headers``, a dict of extra response headers (e.g.
+``{"retry-after-ms": "2500"}`` on a 503).
 
 When the script is exhausted every request gets ``normal``.  The default ``normal`` text is a
 well-formed eleven-section summary (R-7.2) that quotes the request size, or whatever
@@ -171,7 +174,8 @@ def _make_handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
                     str(step.get("type", "api_error")),
                     str(step.get("message", "error")),
                 )
-                extra = {"retry-after": "1"} if status == 429 else {}
+                extra = {"retry-after": str(step.get("retry_after", 1))} if status == 429 else {}
+                extra.update({str(k): str(v) for k, v in (step.get("headers") or {}).items()})
                 self._error(status, etype, message, **extra)
                 return
             if kind == "disconnect":

@@ -16,7 +16,7 @@ Behaviours (a string, or a dict with ``kind`` plus options):
 =============  ==============================================================================
 ``normal``     200, a chat completion with ``usage``; options ``text``, ``tool_calls``
 ``slow``       sleeps ``seconds`` (default 5) — past a short client timeout — then answers
-``429``        rate_limit_exceeded, with ``retry-after``
+``429``        rate_limit_exceeded, with ``retry-after`` (option ``retry_after``, default 1)
 ``quota``      429 insufficient_quota (OpenAI's "you exceeded your current quota")
 ``500``        server_error
 ``401``        invalid_api_key
@@ -29,6 +29,15 @@ Behaviours (a string, or a dict with ``kind`` plus options):
 ``disconnect`` closes the connection without answering
 ``error``      any error: options ``status`` (500), ``type`` (server_error), ``message``
 =============  ==============================================================================
+
+Every error behaviour takes ``headers``, a dict of extra response headers (e.g.
+``{"retry-after-ms": "2500"}`` on a 503).
+
+``POST /v1/responses`` speaks the Responses API (what the OpenAI Agents SDK's default
+model, ``OpenAIResponsesModel``, calls): the request's ``instructions`` and ``input`` items
+are read as the equivalent chat messages (so the same script and responder serve both
+routes) and the answer comes back as a ``response`` object, or with ``"stream": true`` as
+its ``response.*`` server-sent events.
 
 A request with ``"stream": true`` gets its answer as server-sent events (one text delta,
 the finish reason, the usage chunk when ``stream_options.include_usage`` is set, ``[DONE]``),
@@ -168,7 +177,10 @@ def _sse(completion: dict[str, Any], body: dict[str, Any]) -> bytes:
     base["object"] = "chat.completion.chunk"
     chunks: list[dict[str, Any]] = [
         {**base, "choices": [{"index": 0, "finish_reason": None, "delta": {
-            "role": "assistant", "content": choice["message"]["content"]}}]},
+            "role": "assistant", "content": choice["message"]["content"],
+            **({"tool_calls": [{"index": i, **call} for i, call in
+                               enumerate(choice["message"]["tool_calls"])]}
+               if choice["message"].get("tool_calls") else {})}}]},
         {**base, "choices": [{"index": 0, "delta": {},
                               "finish_reason": choice["finish_reason"]}]},
     ]
@@ -177,6 +189,106 @@ def _sse(completion: dict[str, Any], body: dict[str, Any]) -> bytes:
         chunks.append({**base, "choices": [], "usage": completion["usage"]})
     events = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks] + ["data: [DONE]\n\n"]
     return "".join(events).encode()
+
+
+def _input_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
+def responses_as_chat(body: dict[str, Any]) -> dict[str, Any]:
+    """A Responses API request (``instructions`` + ``input`` items) as the Chat Completions
+    body the responder and the scripted behaviours read: messages keep their role and text,
+    ``function_call`` items become an assistant's ``tool_calls``, ``function_call_output``
+    items ``tool`` messages."""
+    messages: list[dict[str, Any]] = []
+    if body.get("instructions"):
+        messages.append({"role": "system", "content": str(body["instructions"])})
+    items = body["input"]
+    for item in [{"role": "user", "content": items}] if isinstance(items, str) else items:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type", "message")
+        if kind == "function_call":
+            call = {"id": item.get("call_id"), "type": "function",
+                    "function": {"name": item.get("name"), "arguments": item.get("arguments")}}
+            if messages and messages[-1]["role"] == "assistant" and "tool_calls" in messages[-1]:
+                messages[-1]["tool_calls"].append(call)
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            messages.append({"role": "tool", "tool_call_id": item.get("call_id"),
+                             "content": _input_text(item.get("output"))})
+        elif kind == "message":
+            messages.append({"role": item.get("role", "user"),
+                             "content": _input_text(item.get("content"))})
+    return {"model": body["model"], "messages": messages, "stream": bool(body.get("stream"))}
+
+
+def response_object(completion: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """A chat completion as the Responses API ``response`` object: a ``message`` output item
+    for the text, one ``function_call`` item per tool call, ``usage`` in its shape."""
+    message = completion["choices"][0]["message"]
+    n = completion["id"].removeprefix("chatcmpl-fake")
+    output: list[dict[str, Any]] = []
+    if message.get("content"):
+        output.append({"type": "message", "id": f"msg_fake{n}", "status": "completed",
+                       "role": "assistant", "content": [
+                           {"type": "output_text", "text": message["content"],
+                            "annotations": []}]})
+    for call in message.get("tool_calls") or ():
+        output.append({"type": "function_call", "id": f"fc_{call['id']}",
+                       "call_id": call["id"], "name": call["function"]["name"],
+                       "arguments": call["function"]["arguments"], "status": "completed"})
+    usage = completion["usage"]
+    return {
+        "id": f"resp_fake{n}", "object": "response", "created_at": completion["created"],
+        "status": "completed", "model": completion["model"], "output": output,
+        "parallel_tool_calls": True, "tool_choice": body.get("tool_choice") or "auto",
+        "tools": [], "instructions": body.get("instructions"), "metadata": {},
+        "error": None, "incomplete_details": None, "temperature": None, "top_p": None,
+        "usage": {"input_tokens": usage["prompt_tokens"],
+                  "output_tokens": usage["completion_tokens"],
+                  "total_tokens": usage["total_tokens"],
+                  "input_tokens_details": {"cached_tokens": 0},
+                  "output_tokens_details": {"reasoning_tokens": 0}},
+    }
+
+
+def response_sse(response: dict[str, Any]) -> bytes:
+    """A Responses API answer as its server-sent events: ``response.created``, each output
+    item added (text as one ``output_text.delta``) and done, then ``response.completed``
+    carrying the whole response (what the SDK's streaming reads the final answer from)."""
+    events: list[dict[str, Any]] = [
+        {"type": "response.created",
+         "response": {**response, "status": "in_progress", "output": []}}]
+    for index, item in enumerate(response["output"]):
+        events.append({"type": "response.output_item.added", "output_index": index,
+                       "item": {**item, "status": "in_progress",
+                                **({"content": []} if item["type"] == "message" else {})}})
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            part = {"type": "output_text", "text": "", "annotations": []}
+            events.append({"type": "response.content_part.added", "item_id": item["id"],
+                           "output_index": index, "content_index": 0, "part": part})
+            events.append({"type": "response.output_text.delta", "item_id": item["id"],
+                           "output_index": index, "content_index": 0, "delta": text,
+                           "logprobs": []})
+            events.append({"type": "response.output_text.done", "item_id": item["id"],
+                           "output_index": index, "content_index": 0, "text": text,
+                           "logprobs": []})
+            events.append({"type": "response.content_part.done", "item_id": item["id"],
+                           "output_index": index, "content_index": 0,
+                           "part": {**part, "text": text}})
+        events.append({"type": "response.output_item.done", "output_index": index,
+                       "item": item})
+    events.append({"type": "response.completed", "response": response})
+    return "".join(
+        f"event: {event['type']}\ndata: {json.dumps({**event, 'sequence_number': seq})}\n\n"
+        for seq, event in enumerate(events)).encode()
 
 
 def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
@@ -205,7 +317,8 @@ def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             step, headers, raw = self._take_step()
             kind = step["kind"]
-            if self.path.split("?")[0] != "/v1/chat/completions":
+            route = self.path.split("?")[0]
+            if route not in ("/v1/chat/completions", "/v1/responses"):
                 self._error(404, "invalid_request_error", None, f"no route {self.path}")
                 return
             sent_key = headers.get("authorization", "").removeprefix("Bearer ")
@@ -217,7 +330,10 @@ def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 self._error(400, "invalid_request_error", None, "body is not JSON")
                 return
-            if not isinstance(body, dict) or not {"model", "messages"} <= set(body):
+            responses = route == "/v1/responses"
+            if responses and isinstance(body, dict) and {"model", "input"} <= set(body):
+                original, body = body, responses_as_chat(body)
+            elif not isinstance(body, dict) or not {"model", "messages"} <= set(body):
                 self._error(400, "invalid_request_error", None, "model and messages required")
                 return
             if kind in _ERRORS or kind == "error":
@@ -226,6 +342,7 @@ def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                     str(step.get("message", "error")),
                 )
                 extra = {"retry-after": str(step.get("retry_after", 1))} if status == 429 else {}
+                extra.update({str(k): str(v) for k, v in (step.get("headers") or {}).items()})
                 self._error(status, etype, code, message, **extra)
                 return
             if kind == "disconnect":
@@ -247,7 +364,14 @@ def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             finish = "length" if kind == "length" else "stop"
             payload = fake._completion(body, str(text or ""), int(step["_n"]), finish, calls)
             try:
-                if body.get("stream"):
+                if responses:
+                    answer_obj = response_object(payload, original)
+                    if original.get("stream"):
+                        self._send(200, response_sse(answer_obj),
+                                   {"Content-Type": "text/event-stream"})
+                    else:
+                        self._send(200, json.dumps(answer_obj).encode())
+                elif body.get("stream"):
                     self._send(200, _sse(payload, body), {"Content-Type": "text/event-stream"})
                 else:
                     self._send(200, json.dumps(payload).encode())

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -53,6 +55,8 @@ for _item in filter(None, os.environ.get(EXAMPLES_ENV, "").split(",")):
         raise ValueError(f"{EXAMPLES_ENV}: {_item!r} is not target=N with a target among "
                          f"{', '.join(EXAMPLES)}")
     EXAMPLES[_target.strip()] = int(_count)
+CRASHES_ENV = "HERMES_HOST_RELIABILITY_CRASHES"
+"""A folder: each fuzz crash is written there as JSON (input, example number, traceback)."""
 SYSTEM_MID_SESSION = "a system message cannot be added mid-session"
 
 
@@ -76,15 +80,37 @@ class Tally:
         self.crashes: list[str] = []
 
     def crash(self, what: str, value: Any) -> None:
+        """Count a crash and report it in full at once, on stderr (pytest shows it with the
+        failure, ``-s`` as it happens) and, when ``HERMES_HOST_RELIABILITY_CRASHES`` names a
+        folder, as a JSON file holding the exact input: the example number (the runs are
+        derandomised, so the same number is the same input), the traceback of the exception
+        being handled, if any, and the input itself (issue 13: 21 crashes of a full run were
+        counted but never shown)."""
         self.counts["crash"] += 1
+        number = self.counts["crash"]
+        trace = traceback.format_exc() if sys.exc_info()[0] is not None else ""
         if len(self.crashes) < 5:
             self.crashes.append(f"{what} on {_short(value)}")
+        print(f"\nFUZZ CRASH {number} in {self.key}, example {self.counts['examples']}: "
+              f"{what}\ninput: {_short(value)}\n{trace}", file=sys.stderr, flush=True)
+        folder = os.environ.get(CRASHES_ENV)
+        if folder:
+            Path(folder).mkdir(parents=True, exist_ok=True)
+            detail = {"target": self.key, "example": self.counts["examples"], "what": what,
+                      "traceback": trace, "input_repr": repr(value)}
+            try:
+                detail["input"] = json.loads(json.dumps(value, default=repr))
+            except (TypeError, ValueError, RecursionError):
+                pass  # repr above keeps it
+            out = Path(folder) / f"{self.key}-{number:04d}.json"
+            out.write_bytes(json.dumps(detail, ensure_ascii=True).encode())
 
     def finish(self) -> None:
         examples = self.counts["examples"]
         record("fuzz", target=self.target, examples=examples, crashes=self.counts["crash"],
                outcomes={k: v for k, v in self.counts.items() if k != "examples"})
-        assert not self.crashes, f"{self.counts['crash']} crashes, first: {self.crashes}"
+        assert not self.crashes, (f"{self.counts['crash']} crashes (each printed on stderr "
+                                  f"with its traceback), first: {self.crashes}")
         assert examples >= EXAMPLES[self.key], self.counts
 
 
@@ -148,6 +174,11 @@ def test_fuzz_host_path_with_both_select_engines_and_the_compressor(host: Contex
             system, messages = messages[0]["content"], messages[1:]
         try:
             session = host.open_session(None, system)
+        except MessageError as exc:  # e.g. a system prompt that has no UTF-8 form
+            tally.counts["rejected: open_session"] += 1
+            if not str(exc).strip():
+                tally.crash("a rejection without a message", system)
+            return
         except Exception as exc:
             tally.crash(f"open_session: {type(exc).__name__}: {exc}", system)
             return

@@ -408,6 +408,13 @@ def _compress_window(
     transient = isinstance(failure, TransientSummaryError)
     cooldown = settings.cooldown_seconds if transient else None
     why = f"{'transient' if transient else 'permanent'} summariser failure: {redact(str(failure))}"
+    asked = failure.retry_after if transient else None
+    if asked is not None and cooldown is not None:
+        # the provider's retry-after (already capped at MAX_RETRY_AFTER_SECONDS) lengthens the
+        # cooldown, never shortens it
+        cooldown = max(cooldown, asked)
+        why += (f"; provider asked to retry after {asked:g} s"
+                f" (cooldown {cooldown:g} s)")
     log.warning("summary failed for session %s: %s", request.session_id, why)
     if settings.abort_on_summary_failure:
         return CompressResult(
