@@ -67,6 +67,31 @@ def test_r4_1_count_text_is_exact_against_tiktoken(text: str) -> None:
     assert count_text(text) == exact(text)
 
 
+def test_r4_1_long_texts_are_counted_once_and_stay_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 15: a long text's count is kept by digest, so meeting it again costs no encode;
+    the cached count is the exact one, a different text is not served another's count, and
+    the estimator (no encoder) never reads the encoder's entries."""
+    body = "output of Bash #3\n" * 40 + "Grüße 東京 🍜\n" * 10
+    other = body.replace("#3", "#4")
+    assert count_text(body) == exact(body)
+    encoder = tokens._encoder()
+    assert encoder is not None
+    calls: list[str] = []
+
+    class Counting:
+        def encode_ordinary(self, text: str) -> list[int]:
+            calls.append(text)
+            return encoder.encode_ordinary(text)
+
+    counting = Counting()
+    monkeypatch.setattr(tokens, "_encoder", lambda: counting)
+    assert count_text(body) == exact(body) and count_text(body) == exact(body)
+    assert count_text(other) == exact(other) and count_text(other) == exact(other)
+    assert calls == [body, other]  # a fresh encoder id: each text encoded once, then cached
+    monkeypatch.setattr(tokens, "_encoder", lambda: None)
+    assert count_text(body) == math.ceil(len(body.encode("utf-8")) / 4)
+
+
 def test_r4_1_empty_text_is_zero() -> None:
     assert count_text("") == 0
 
