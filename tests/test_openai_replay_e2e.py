@@ -68,7 +68,7 @@ class Independent:
                     failure = server.failures.pop(0) if server.failures else None
                 if failure == "429":
                     self.reply(429, b'{"error": {"message": "slow down", "type": "rate_limit"}}',
-                               **{"Retry-After": "1"})
+                               **{"Retry-After": "0.01"})  # honoured (issue 17): keep it short
                     return
                 if failure == "500":
                     self.reply(500, b'{"error": {"message": "boom", "type": "server_error"}}')

@@ -150,7 +150,8 @@ def test_two_fallbacks_in_a_row_stop_automatic_compression(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, provider: str
 ) -> None:
     with summariser(provider, monkeypatch) as fake:
-        fake.script(["429"] * 20)
+        # the provider's retry-after is honoured (issue 17): ask for less than the cooldown
+        fake.script([{"kind": "429", "retry_after": 0.1}] * 20)
         host = _host(tmp_path, provider, fake, cooldown=0.2)
         try:
             session = host.open_session("thrash", "You are terse.")
