@@ -165,7 +165,8 @@ def _digest(text: str) -> str:
 class Retrieval:
     """``select_context`` engine that injects excerpts of the stored history (R-11.3)."""
 
-    read_only_messages = True  # never writes into a request's messages: the fence shares them (issue 15)
+    # never writes into a request's messages, so the fence shares them (issue 15)
+    read_only_messages = True
 
     name = "retrieval"
 

@@ -311,7 +311,8 @@ class _Route:
 class TopicRouter:
     """``select_context`` engine that routes each turn to its topic branch (R-3.1, R-11.3)."""
 
-    read_only_messages = True  # never writes into a request's messages: the fence shares them (issue 15)
+    # never writes into a request's messages, so the fence shares them (issue 15)
+    read_only_messages = True
 
     name = "topic_router"
 

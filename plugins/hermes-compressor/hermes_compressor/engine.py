@@ -58,7 +58,8 @@ class Compressor:
     settings), and the fallback is the offline extractive summariser.
     """
 
-    read_only_messages = True  # never writes into a request's messages: the fence shares them (issue 15)
+    # never writes into a request's messages, so the fence shares them (issue 15)
+    read_only_messages = True
 
     def __init__(
         self,
