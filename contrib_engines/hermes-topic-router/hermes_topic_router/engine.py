@@ -27,28 +27,24 @@ from __future__ import annotations
 
 import copy
 import functools
-import hashlib
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from hermes_host import SelectRequest, SelectResult, hookimpl
-from hermes_host.config import parse_engine_options
 from hermes_host.messages import (
     Violation,
     check_invariants,
-    is_summary,
     normalize_alternation,
-    strip_reference_blocks,
     text_of,
 )
 from hermes_host.models import Message
 from hermes_host.redact import REDACTED, contains_secret, redact
 from hermes_host.tokens import count_messages
+from hermes_topic_router.options import TopicRouterOptions, TopicRouterOptionsError
 from hermes_topic_router.text import cosine, names, tfidf, tokens
+from hermes_topic_router.turns import Segment, split_turns
 
 __all__ = [
     "NOTE_END",
@@ -92,101 +88,6 @@ def _message_names(text: str) -> frozenset[str]:
     text: a bare hex id is a commit hash or the value of an ``API_KEY=`` line, and only the
     line's context tells which."""
     return frozenset(n for n in names(redact(text)) if _REDACTED_STEM not in n)
-
-
-class TopicRouterOptionsError(ValueError):
-    """The ``engines.topic_router`` block of ``config.yaml`` is invalid."""
-
-
-class TopicRouterOptions(BaseModel):
-    """``engines.topic_router`` in ``config.yaml`` (all optional)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    threshold: float = Field(
-        0.15, ge=0, le=1, description="Cosine similarity a turn needs to join an existing topic."
-    )
-    stickiness: float = Field(
-        0.05, ge=0, le=1, description="Bonus for the current topic, against flip-flopping."
-    )
-    min_terms: int = Field(
-        3, ge=1, description="Messages with fewer distinct content words stay on the topic."
-    )
-    keep_recent_turns: int = Field(
-        1, ge=0, description="Turns right before the incoming one, kept whatever their topic."
-    )
-    max_topics: int = Field(16, ge=1, description="Least recently used topics beyond are dropped.")
-    max_profile_terms: int = Field(400, ge=10, description="Terms kept per topic profile.")
-    max_vocabulary: int = Field(8000, ge=100, description="Terms kept in document frequencies.")
-    max_tracked_turns: int = Field(5000, ge=10, description="Turn→topic entries kept in state.")
-    max_bootstrap_turns: int = Field(
-        200, ge=0, description="Unknown turns classified on one call (newest first); "
-        "older ones are sent with every branch.",
-    )
-    note: bool = Field(True, description="Say in the incoming message which turns are left out.")
-    note_names: int = Field(
-        40, ge=0, description="Names (paths, symbols, errors) of left-out turns the note lists."
-    )
-
-    @classmethod
-    def parse(cls, options: Mapping[str, Any] | None) -> TopicRouterOptions:
-        """Validate ``engines.topic_router``; the error names each bad key (R-0.3)."""
-        return parse_engine_options(cls, options, "topic_router", TopicRouterOptionsError)
-
-
-# --- turns ------------------------------------------------------------------------------
-
-SegmentKind = Literal["head", "summary", "turn"]
-
-
-@dataclass
-class Segment:
-    """A run of window messages ``[start, end)``: the pinned head, a summary, or a turn."""
-
-    kind: SegmentKind
-    start: int
-    end: int
-    key: str = ""
-    request: str = ""
-
-
-def _turn_key(previous: str, text: str) -> str:
-    """Identifies a turn across calls: its request and the request before it ("/undo" and
-    "do that" recur, a pair of them rarely does)."""
-    norm = " ".join(previous.split()) + "\x1e" + " ".join(text.split())
-    return hashlib.blake2b(norm.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-
-
-def _starts_turn(message: Message) -> bool:
-    # Every user message opens a turn: in a window the host normalised, console echoes
-    # (aider's "aider_console" lines) are merged with the request next to them anyway.
-    return bool(message.get("role") == "user")
-
-
-def split_turns(messages: list[Message]) -> list[Segment]:
-    """Split a window into head, summary and turn segments, in order.
-
-    A turn's request text is its first message without any turn-scoped block an earlier
-    engine in the chain prepended, so the turn is recognised again on the next call.
-    """
-    segments: list[Segment] = []
-    for i, message in enumerate(messages):
-        if i == 0 and message.get("role") == "system":
-            segments.append(Segment("head", 0, 1))
-        elif is_summary(message):
-            segments.append(Segment("summary", i, i + 1))
-        elif _starts_turn(message):
-            text = strip_reference_blocks(text_of(message))
-            segments.append(Segment("turn", i, i + 1, "", text))
-        elif segments:
-            segments[-1].end = i + 1
-        else:
-            segments.append(Segment("head", i, i + 1))
-    previous = ""
-    for seg in (s for s in segments if s.kind == "turn"):
-        seg.key = _turn_key(previous, seg.request)
-        previous = seg.request
-    return segments
 
 
 # --- state ------------------------------------------------------------------------------
