@@ -30,7 +30,6 @@ supplies the sessions.
 
 from __future__ import annotations
 
-import copy
 import importlib.metadata
 import json
 import sys
@@ -40,7 +39,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from hermes_host.config import HermesConfig, HooksSection
-from hermes_host.fence import HookRunner, Provenance
+from hermes_host.fence import Fenced, HookRunner, Provenance
 from hermes_host.hookspecs import DEFAULT_TIMEOUTS, LIFECYCLE_HOOKS
 from hermes_host.plugins import ENGINE_GROUP, implemented_hooks, new_plugin_manager
 from hermes_host.testing.conformance.checks import CHECKS, Problem, _canonical, result_problems
@@ -91,6 +90,21 @@ def _plain(request: BaseModel) -> dict[str, Any]:
     return request.model_dump(exclude={"history"})
 
 
+def _watched_call(
+    runner: HookRunner, name: str, hook: str, request: BaseModel
+) -> tuple[Fenced[Any], bool]:
+    """The fenced call, and whether the host's request changed during it (R-10.2): its
+    fields, and the rows behind its ``history`` handle, which the handle reports itself."""
+    before = _plain(request)
+    history = request.__dict__.get("history")
+    mark = history.checkpoint() if isinstance(history, KitHistory) else None
+    fenced = runner.call(name, hook, request)
+    changed = _plain(request) != before or (
+        isinstance(history, KitHistory) and mark is not None and history.changed_since(mark)
+    )
+    return fenced, changed
+
+
 def check_hook(
     engine: object,
     hook: str,
@@ -117,15 +131,9 @@ def check_hook(
         runner = HookRunner(pm, HooksSection(timeouts=dict(timeouts or {})), trace=False)
     limit = runner.timeout_for(hook)
     request = build_request(hook, session)
-    before = _plain(request)
-    # The fence may swap the request's messages for read-only twins (issue 15), so the
-    # history handle's own rows are compared too: they are what a write through it changes.
-    history = request.__dict__.get("history")
-    rows = history._messages if isinstance(history, KitHistory) else None
-    rows_before = copy.deepcopy(rows)
-    fenced = runner.call(name, hook, request)
+    fenced, changed = _watched_call(runner, name, hook, request)
     problems: list[Problem] = []
-    if _plain(request) != before or rows != rows_before:
+    if changed:
         problems.append(
             Problem("no_mutation", f"{hook} changed the host's request (it wrote through a "
                     "shared object such as request.history); treat the request as read-only")
@@ -178,15 +186,9 @@ def _state_problems(
         return [Problem("result_type", f"SelectResult.state is not JSON-serialisable: {exc}")]
     request = build_request(hook, session)
     request.state = restored  # type: ignore[attr-defined]
-    before = _plain(request)
-    # The fence may swap the request's messages for read-only twins (issue 15), so the
-    # history handle's own rows are compared too: they are what a write through it changes.
-    history = request.__dict__.get("history")
-    rows = history._messages if isinstance(history, KitHistory) else None
-    rows_before = copy.deepcopy(rows)
-    fenced = runner.call(name, hook, request)
+    fenced, changed = _watched_call(runner, name, hook, request)
     problems: list[Problem] = []
-    if _plain(request) != before or rows != rows_before:
+    if changed:
         problems.append(Problem("no_mutation", f"{hook} with state changed the host's request"))
     if fenced.provenance in (Provenance.ERROR, Provenance.TIMEOUT, Provenance.INVALID):
         problems.append(
