@@ -46,10 +46,10 @@ def catastrophic_regex(n: int) -> None:
 
 
 def spin(seconds: float) -> None:
-    """A Python busy loop: it holds the GIL only between bytecodes."""
+    """A Python busy loop (short C calls between bytecodes: it gives the GIL up often)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        pass
+        sum(range(2000))
 
 
 class AlwaysCompressing:
