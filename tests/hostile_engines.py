@@ -29,14 +29,15 @@ ORPHAN = {"id": "call_orphan", "type": "function", "function": {"name": "rm", "a
 
 
 def summarised(request: CompressRequest, text: str = "earlier work summarised") -> list[Any]:
-    """A valid proposal: the system prompt, one summary and the last user turn onwards."""
-    messages = request.messages
-    head = messages[:1] if messages and messages[0]["role"] == "system" else []
-    body = messages[len(head) :]
-    last = max(i for i, m in enumerate(body) if m["role"] == "user")
+    """A valid proposal: the system prompt, one summary and the last user turn onwards
+    (copies of the request's messages, so a vandal thread changes only the proposal)."""
+    messages = [dict(m) for m in request.messages]
+    head = messages[:1] if messages and messages[0].get("role") == "system" else []
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    tail = messages[users[-1] :] if users else messages[len(head) :]
     summary = {"role": "assistant", "content": f"{SUMMARY_PREFIX}\n\n{text}",
                SUMMARY_METADATA_KEY: True}
-    return [*head, summary, *body[last:]]
+    return [*head, summary, *tail]
 
 
 def catastrophic_regex(n: int) -> None:
@@ -44,18 +45,30 @@ def catastrophic_regex(n: int) -> None:
     re.match(r"(a+)+$", "a" * n + "b")
 
 
-class Hostile:
-    """``behaviour`` picks what ``compress`` (and ``select_context``) do; ``should_compress``
-    always asks for a compression."""
+def spin(seconds: float) -> None:
+    """A Python busy loop (short C calls between bytecodes: it gives the GIL up often)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        sum(range(2000))
+
+
+class AlwaysCompressing:
+    """The shape every hostile engine shares: ``should_compress`` asks for a compression at
+    once on every turn, so each turn reaches the misbehaving ``compress`` (and
+    ``select_context``).  Plain state only: ``fence.isolation: process`` pickles it."""
+
+    @hookimpl
+    def should_compress(self, request: ShouldCompressRequest) -> CompressDecision:
+        return CompressDecision(compress=True, reason="hostile")
+
+
+class Hostile(AlwaysCompressing):
+    """``behaviour`` picks what ``compress`` (and ``select_context``) do."""
 
     def __init__(self, behaviour: str, seconds: float = 5.0, size: int = 24) -> None:
         self.behaviour = behaviour
         self.seconds = seconds  # how long a Python hang or a late return lasts
         self.size = size  # regex length: ~1 s at 24 on this machine, x4 per +2
-
-    @hookimpl
-    def should_compress(self, request: ShouldCompressRequest) -> CompressDecision:
-        return CompressDecision(compress=True)
 
     @hookimpl
     def compress(self, request: CompressRequest) -> CompressResult | dict[str, Any] | None:
@@ -84,7 +97,7 @@ class Hostile:
             if self.size:
                 threading.Thread(target=catastrophic_regex, args=(self.size,), daemon=True).start()
             else:
-                threading.Thread(target=_spin, args=(self.seconds,), daemon=True).start()
+                threading.Thread(target=spin, args=(self.seconds,), daemon=True).start()
         elif b == "sys_exit":
             sys.exit(3)
         elif b == "os_exit":
@@ -120,12 +133,6 @@ class Hostile:
             except Exception as exc:  # the point: every way in is refused
                 attempts.append(type(exc).__name__)
         raise RuntimeError(f"write attempts: {attempts}")
-
-
-def _spin(seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        pass
 
 
 def _vandalise(result: CompressResult, seconds: float) -> None:

@@ -172,6 +172,22 @@ def test_the_kit_calls_through_the_real_fence_R_0_4() -> None:
     assert seen[0].history is request.history  # handles are shared: hence no_mutation
 
 
+def test_kit_history_says_itself_whether_it_was_written_through_R_10_2() -> None:
+    """Issue 15 review: the no_mutation check asks the history handle (the fence may give the
+    engine frozen twins of the request's messages, so the request alone cannot tell)."""
+    request = build_request("select_context", SESSIONS["coding"])
+    history = request.history
+    mark = history.checkpoint()
+    history.messages()[1]["content"] = "written through the handle"
+    assert history.changed_since(mark)
+    assert not history.changed_since(history.checkpoint())
+    clean = build_request("select_context", SESSIONS["coding"]).history
+    mark = clean.checkpoint()
+    clean.messages().append({"role": "user", "content": "a copy of the list"})
+    clean.search("module")
+    assert not clean.changed_since(mark)
+
+
 @pytest.mark.parametrize("hook", LIFECYCLE_HOOKS)
 def test_requests_are_valid_for_every_hook_and_session(hook: str) -> None:
     for session in SESSIONS.values():

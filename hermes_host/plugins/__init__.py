@@ -23,33 +23,15 @@ Rules, each one a reason this module exists instead of ``pm.load_setuptools_entr
 """
 
 
+from hermes_host.plugins import info
 from hermes_host.plugins.discovery import discover, reset_discovery_cache
 from hermes_host.plugins.importing import implemented_hooks, inspect_plugins, new_plugin_manager
-from hermes_host.plugins.info import (
-    ENGINE_GROUP,
-    LOAD_PLUGINS_ENV,
-    PROVIDER_GROUP,
-    DuplicatePluginError,
-    EngineLoadError,
-    LoadedPlugins,
-    PluginError,
-    PluginInfo,
-    UnknownEngineError,
-)
+from hermes_host.plugins.info import *  # noqa: F403  (the groups, value types and errors)
 from hermes_host.plugins.loading import load_plugins
 from hermes_host.tracing import TRACE_ENV, trace_enabled
 
 __all__ = [
-    "ENGINE_GROUP",
-    "LOAD_PLUGINS_ENV",
-    "PROVIDER_GROUP",
     "TRACE_ENV",
-    "DuplicatePluginError",
-    "EngineLoadError",
-    "LoadedPlugins",
-    "PluginError",
-    "PluginInfo",
-    "UnknownEngineError",
     "discover",
     "implemented_hooks",
     "inspect_plugins",
@@ -58,3 +40,4 @@ __all__ = [
     "reset_discovery_cache",
     "trace_enabled",
 ]
+__all__ += info.__all__

@@ -23,21 +23,19 @@ from __future__ import annotations
 
 import copy
 import os
-import re
 import threading
 import time
 from typing import Any
 
+from hostile_engines import AlwaysCompressing, catastrophic_regex, spin, summarised
+
 from hermes_host import (
-    CompressDecision,
     CompressRequest,
     CompressResult,
     SelectRequest,
     SelectResult,
-    ShouldCompressRequest,
     hookimpl,
 )
-from hermes_host.messages import SUMMARY_METADATA_KEY, SUMMARY_PREFIX
 
 CASES = ("hang", "gil", "raise", "invalid", "late", "mutate", "huge", "history_write",
          "threads", "sys_exit", "os_exit")
@@ -45,33 +43,9 @@ MARK = "HOSTILE-7d1c"
 """Text no accepted result may ever carry into a request or the store."""
 
 
-def _compressed(request: CompressRequest, text: str = "earlier work") -> list[dict[str, Any]]:
-    messages = [dict(m) for m in request.messages]
-    head = messages[:1] if messages and messages[0].get("role") == "system" else []
-    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
-    tail = messages[users[-1]:] if users else messages[len(head):]
-    summary = {"role": "assistant", "content": f"{SUMMARY_PREFIX}\n\n{text}",
-               SUMMARY_METADATA_KEY: True}
-    return [*head, summary, *tail]
-
-
-def _gil_regex() -> None:
-    re.match(r"(a+)+$", "a" * 26 + "b")  # ~3 s of backtracking inside one C call
-
-
-def _busy(seconds: float) -> None:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        sum(range(2000))
-
-
-class Hostile:
+class Hostile(AlwaysCompressing):
     def __init__(self, case: str) -> None:
         self.case = case
-
-    @hookimpl
-    def should_compress(self, request: ShouldCompressRequest) -> CompressDecision:
-        return CompressDecision(compress=True, reason="hostile")
 
     def _misbehave(self, request: Any, late_value: Any) -> Any:
         case = self.case
@@ -79,7 +53,7 @@ class Hostile:
             while True:
                 time.sleep(0.05)
         if case == "gil":
-            _gil_regex()
+            catastrophic_regex(26)  # ~3 s of backtracking inside one C call
             return late_value
         if case == "raise":
             raise RuntimeError(f"{MARK} engine exploded")
@@ -88,7 +62,7 @@ class Hostile:
             return late_value
         if case == "threads":
             for _ in range(8):
-                threading.Thread(target=_busy, args=(4.0,), daemon=True).start()
+                threading.Thread(target=spin, args=(4.0,), daemon=True).start()
             return None
         if case == "sys_exit":
             raise SystemExit(3)
@@ -135,12 +109,12 @@ class Hostile:
             return None
         if case == "invalid":
             orphan = {"role": "tool", "tool_call_id": "ghost", "content": MARK}
-            return CompressResult(messages=[*_compressed(request), orphan], outcome="summarised")
+            return CompressResult(messages=[*summarised(request), orphan], outcome="summarised")
         if case == "huge":
-            return CompressResult(messages=_compressed(request, MARK + "x" * (64 * 1024 * 1024)),
+            return CompressResult(messages=summarised(request, MARK + "x" * (64 * 1024 * 1024)),
                                   outcome="summarised")
         if case == "mutate":
-            window = _compressed(request)
+            window = summarised(request)
             result = CompressResult(messages=window, outcome="summarised")
             returned = copy.deepcopy(window)
 
@@ -156,7 +130,7 @@ class Hostile:
             self.returned = returned
             return result
         return self._misbehave(request, CompressResult(
-            messages=_compressed(request, f"{MARK} late summary"), outcome="summarised"))
+            messages=summarised(request, f"{MARK} late summary"), outcome="summarised"))
 
 
 def _write_through(history: Any) -> bool:

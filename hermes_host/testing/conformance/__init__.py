@@ -30,33 +30,22 @@ supplies the sessions.
 
 from __future__ import annotations
 
-import copy
-import datetime as _dt
 import importlib.metadata
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
 from hermes_host.config import HermesConfig, HooksSection
-from hermes_host.fence import RESULT_TYPES, HookRunner, Provenance
+from hermes_host.fence import Fenced, HookRunner, Provenance
 from hermes_host.hookspecs import DEFAULT_TIMEOUTS, LIFECYCLE_HOOKS
-from hermes_host.messages import check_invariants, sanitize_for_wire, text_of
-from hermes_host.models import (
-    CompressRequest,
-    GuardState,
-    Message,
-    PruneRequest,
-    SelectRequest,
-    ShouldCompressRequest,
-    SummarizerSettings,
-)
 from hermes_host.plugins import ENGINE_GROUP, implemented_hooks, new_plugin_manager
+from hermes_host.testing.conformance.checks import CHECKS, Problem, _canonical, result_problems
+from hermes_host.testing.conformance.history import KitHistory
+from hermes_host.testing.conformance.requests import build_request
 from hermes_host.testing.generate import Session
-from hermes_host.tokens import count_messages
 
 __all__ = [
     "CHECKS",
@@ -70,29 +59,6 @@ __all__ = [
     "load_engine",
 ]
 
-CHECKS: tuple[str, ...] = (
-    "fence",
-    "time_limit",
-    "result_type",
-    "alternation",
-    "tool_pairs",
-    "summary_count",
-    "wire_keys",
-    "system_prompt",
-    "no_mutation",
-    "deterministic",
-)
-
-_NOW = 1_767_225_600.0  # a fixed clock: requests (and so deterministic answers) reproduce
-_TODAY = _dt.date(2026, 1, 1)
-_RULE_TO_CHECK = {
-    "alternation": "alternation",
-    "orphan_call": "tool_pairs",
-    "orphan_result": "tool_pairs",
-    "summary_count": "summary_count",
-    "structure": "result_type",
-}
-
 
 class ConformanceFailure(AssertionError):
     """Raised by the suite; ``problems`` holds every broken rule of the failing call."""
@@ -100,52 +66,6 @@ class ConformanceFailure(AssertionError):
     def __init__(self, message: str, problems: Sequence[Problem]) -> None:
         super().__init__(message)
         self.problems = list(problems)
-
-
-@dataclass(frozen=True)
-class Problem:
-    check: str
-    detail: str
-
-    def __str__(self) -> str:
-        return f"[{self.check}] {self.detail}"
-
-
-class KitHistory:
-    """An in-memory :class:`hermes_host.HistoryReader` over the session's window.
-
-    Like a store that caches rows, it hands out the host's *own* message dicts (the fence
-    shares handles by reference): an engine that writes through it changes the host's data,
-    and the ``no_mutation`` check sees it.  Engines must treat ``history`` as read-only.
-    """
-
-    def __init__(self, messages: list[Message]) -> None:
-        self._messages = messages
-
-    def search(
-        self, query: str, *, limit: int = 20, lineage: bool = True
-    ) -> list[dict[str, Any]]:
-        terms = [t for t in query.lower().split() if t]
-        hits = []
-        for index, message in enumerate(self._messages):
-            text = text_of(message).lower()
-            score = -sum(text.count(t) for t in terms)
-            if terms and score < 0:
-                hits.append(
-                    {
-                        "message_id": index + 1,
-                        "session_id": "conformance",
-                        "role": message.get("role"),
-                        "content": text_of(message),
-                        "score": float(score),
-                        "active": True,
-                    }
-                )
-        hits.sort(key=lambda h: (h["score"], h["message_id"]))
-        return hits[:limit]
-
-    def messages(self, *, include_inactive: bool = True) -> list[Message]:
-        return list(self._messages)
 
 
 def engine_name(engine: object) -> str:
@@ -166,161 +86,23 @@ def engine_name(engine: object) -> str:
     return name if isinstance(name, str) and name.strip() else cls.__name__
 
 
-def build_request(hook: str, session: Session) -> BaseModel:
-    """The request the host would send ``hook`` for ``session`` (a fresh object each time).
-
-    The context length is set so the window is past the default trigger (compression is
-    due) and the ``select_context`` budget is half the window (selection must choose).
-    Compression uses the offline summariser: the kit never calls a network.
-    """
-    messages = copy.deepcopy(session.messages)
-    tokens = count_messages(messages)
-    context_length = max(1024, int(tokens * 1.6))
-    guards = GuardState(now=_NOW)
-    sid = f"conformance-{session.id}"
-    if hook == "should_compress":
-        return ShouldCompressRequest(
-            session_id=sid,
-            messages=messages,
-            prompt_tokens=tokens,
-            current_tokens=tokens,
-            context_length=context_length,
-            model="claude-sonnet-4-5",
-            guards=guards,
-        )
-    if hook == "compress":
-        return CompressRequest(
-            session_id=sid,
-            messages=messages,
-            current_tokens=tokens,
-            context_length=context_length,
-            model="claude-sonnet-4-5",
-            guards=guards,
-            today=_TODAY,
-            summarizer=SummarizerSettings(provider="offline"),
-        )
-    if hook == "select_context":
-        last = messages[-1] if messages else None
-        request = SelectRequest(
-            session_id=sid,
-            messages=messages,
-            incoming_message=copy.deepcopy(last) if last and last["role"] == "user" else None,
-            budget_tokens=max(64, tokens // 2),
-        )
-        request.history = KitHistory(request.messages)
-        return request
-    if hook == "prune_tool_results_only":
-        return PruneRequest(
-            session_id=sid,
-            messages=messages,
-            current_tokens=tokens,
-            context_length=context_length,
-            min_output_chars=2_000,
-            min_reclaim_tokens=256,
-        )
-    raise ValueError(f"unknown lifecycle hook {hook!r}; allowed: {', '.join(LIFECYCLE_HOOKS)}")
-
-
-# --- the checks ---------------------------------------------------------------------------
-
-
-def _nested_private_keys(messages: list[Message]) -> list[str]:
-    found = []
-    for i, message in enumerate(messages):
-        for key in message:
-            if isinstance(key, str) and key.startswith("_"):
-                found.append(f"message {i}: top-level key {key!r}")
-        for j, call in enumerate(message.get("tool_calls") or []):
-            if isinstance(call, dict):
-                for key, value in call.items():
-                    if isinstance(key, str) and key.startswith("_"):
-                        found.append(f"message {i}: tool_calls[{j}].{key}")
-                    if isinstance(value, dict):
-                        found += [
-                            f"message {i}: tool_calls[{j}].{key}.{k}"
-                            for k in value
-                            if isinstance(k, str) and k.startswith("_")
-                        ]
-        content = message.get("content")
-        if isinstance(content, list):
-            for j, part in enumerate(content):
-                if isinstance(part, dict):
-                    found += [
-                        f"message {i}: content[{j}].{k}"
-                        for k in part
-                        if isinstance(k, str) and k.startswith("_")
-                    ]
-    return found
-
-
-def _system_prompt_problem(before: list[Message], after: list[Message]) -> str | None:
-    had = bool(before) and before[0].get("role") == "system"
-    has = bool(after) and isinstance(after[0], dict) and after[0].get("role") == "system"
-    if had and not has:
-        return "the system prompt (message 0) was removed"
-    if has and not had:
-        return "a system message was added at index 0 where the window had none"
-    if had and sanitize_for_wire([after[0]]) != sanitize_for_wire([before[0]]):
-        return "the system prompt (message 0) was changed; it is immutable (R-1.3)"
-    return None
-
-
-def result_problems(hook: str, value: Any, request: BaseModel) -> list[Problem]:
-    """Every rule the answer ``value`` breaks (``None`` is always a valid answer)."""
-    if value is None:
-        return []
-    model = RESULT_TYPES[hook]
-    if isinstance(value, dict):
-        return [
-            Problem(
-                "result_type",
-                f"returned a plain dict, expected {model.__name__} or None (build the result "
-                f"with {model.__name__}(...); the host never adopts a dict)",
-            )
-        ]
-    if not isinstance(value, model):
-        return [
-            Problem(
-                "result_type",
-                f"returned {type(value).__name__}, expected {model.__name__} or None",
-            )
-        ]
-    messages = getattr(value, "messages", None)
-    if messages is None:
-        return []
-    if not isinstance(messages, list):
-        return [Problem("result_type", f"messages is {type(messages).__name__}, not a list")]
-    problems = [
-        Problem(_RULE_TO_CHECK.get(v.rule, "result_type"), str(v))
-        for v in check_invariants(messages)
-    ]
-    if any(p.check == "result_type" for p in problems):
-        return problems  # structure is broken: the other checks would only add noise
-    try:
-        wire = sanitize_for_wire(messages)
-        json.dumps(wire, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        problems.append(Problem("wire_keys", f"messages are not JSON-serialisable: {exc}"))
-    else:
-        for where in _nested_private_keys(wire):
-            problems.append(
-                Problem("wire_keys", f"{where} survives sanitize_for_wire (strict gateways "
-                        "reject unknown fields; only top-level '_' keys are stripped)")
-            )
-    change = _system_prompt_problem(getattr(request, "messages", []), messages)
-    if change:
-        problems.append(Problem("system_prompt", change))
-    return problems
-
-
-def _canonical(value: Any) -> str:
-    if isinstance(value, BaseModel):
-        value = value.model_dump(mode="json")
-    return json.dumps(value, sort_keys=True, default=repr)
-
-
 def _plain(request: BaseModel) -> dict[str, Any]:
     return request.model_dump(exclude={"history"})
+
+
+def _watched_call(
+    runner: HookRunner, name: str, hook: str, request: BaseModel
+) -> tuple[Fenced[Any], bool]:
+    """The fenced call, and whether the host's request changed during it (R-10.2): its
+    fields, and the rows behind its ``history`` handle, which the handle reports itself."""
+    before = _plain(request)
+    history = request.__dict__.get("history")
+    mark = history.checkpoint() if isinstance(history, KitHistory) else None
+    fenced = runner.call(name, hook, request)
+    changed = _plain(request) != before or (
+        isinstance(history, KitHistory) and mark is not None and history.changed_since(mark)
+    )
+    return fenced, changed
 
 
 def check_hook(
@@ -349,15 +131,9 @@ def check_hook(
         runner = HookRunner(pm, HooksSection(timeouts=dict(timeouts or {})), trace=False)
     limit = runner.timeout_for(hook)
     request = build_request(hook, session)
-    before = _plain(request)
-    # The fence may swap the request's messages for read-only twins (issue 15), so the
-    # history handle's own rows are compared too: they are what a write through it changes.
-    history = request.__dict__.get("history")
-    rows = history._messages if isinstance(history, KitHistory) else None
-    rows_before = copy.deepcopy(rows)
-    fenced = runner.call(name, hook, request)
+    fenced, changed = _watched_call(runner, name, hook, request)
     problems: list[Problem] = []
-    if _plain(request) != before or rows != rows_before:
+    if changed:
         problems.append(
             Problem("no_mutation", f"{hook} changed the host's request (it wrote through a "
                     "shared object such as request.history); treat the request as read-only")
@@ -410,15 +186,9 @@ def _state_problems(
         return [Problem("result_type", f"SelectResult.state is not JSON-serialisable: {exc}")]
     request = build_request(hook, session)
     request.state = restored  # type: ignore[attr-defined]
-    before = _plain(request)
-    # The fence may swap the request's messages for read-only twins (issue 15), so the
-    # history handle's own rows are compared too: they are what a write through it changes.
-    history = request.__dict__.get("history")
-    rows = history._messages if isinstance(history, KitHistory) else None
-    rows_before = copy.deepcopy(rows)
-    fenced = runner.call(name, hook, request)
+    fenced, changed = _watched_call(runner, name, hook, request)
     problems: list[Problem] = []
-    if _plain(request) != before or rows != rows_before:
+    if changed:
         problems.append(Problem("no_mutation", f"{hook} with state changed the host's request"))
     if fenced.provenance in (Provenance.ERROR, Provenance.TIMEOUT, Provenance.INVALID):
         problems.append(
