@@ -66,9 +66,23 @@ def _window(n: int) -> tuple[list[dict[str, Any]], str]:
             messages.append({"role": "user", "content": f"question {i} " * 20})
             messages.append({"role": "assistant", "content": f"answer {i} " * 40})
         source = "generated text (transcripts folder not found)"
-    body = [m for m in messages if m["role"] != "system"][:n]
-    window, _ = repair_tool_pairs(body)  # the cut may split a tool group: close it
+    body = [m for m in messages if m["role"] != "system"]
+    if body and len(body) < n:  # a real transcript has ~470 messages: repeat it to reach n
+        body = _repeat(body, n)
+    window, _ = repair_tool_pairs(body[:n])  # the cut may split a tool group: close it
     return [{"role": "system", "content": "You are a coding agent."}, *window], source
+
+
+def _repeat(body: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """``body`` repeated (each copy its own dicts) until it holds at least ``n`` messages,
+    keeping user/assistant alternation across the seams."""
+    out: list[dict[str, Any]] = []
+    while len(out) < n:
+        for m in body:
+            if out and m["role"] == out[-1]["role"] == "user":
+                out.append({"role": "assistant", "content": "(continued)"})
+            out.append(json.loads(json.dumps(m)))
+    return out
 
 
 def _measure(fn: Callable[[], object], n: int, out: list[float]) -> None:

@@ -135,3 +135,94 @@ def test_issue15_only_an_engine_that_declares_read_only_messages_gets_shared_one
     assert not any(a is b for a, b in zip(seen["editor"], request.messages, strict=True))
     assert runner.call("sharer", "select_context", request).provenance is Provenance.NONE
     assert all(a is b for a, b in zip(seen["sharer"], request.messages, strict=True))
+
+
+# --- a new list of fresh dicts per request: rebased on the last window (issue 15) ----------
+
+
+def _fresh(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return json.loads(json.dumps(messages))  # what a host builds per request: new dicts
+
+
+@pytest.mark.parametrize("edit", sorted(_edits()))
+def test_issue15_a_rebased_window_knows_what_a_fresh_build_knows(edit: str) -> None:
+    """A window built from the previous one (shared messages, the change checked alone)
+    reports the same violations, sizes and summary count as one built from scratch: a
+    cached "valid" is never reused for a window that changed."""
+    from hermes_host.fence.frozen import Window, window_of
+
+    first = window_of(_fresh(window()))
+    assert first.violations == []
+    messages = _fresh(_edits()[edit])
+    rebased = window_of(messages)
+    built = Window.build(_fresh(_edits()[edit]))
+    assert rebased.ref == messages
+    assert rebased.violations == check_invariants(messages) == built.violations
+    assert (rebased.sizes, rebased.total) == (built.sizes, built.total)
+    assert (rebased.summaries, rebased.summary_count) == (built.summaries, built.summary_count)
+    assert rebased.items is messages or rebased.items == messages
+
+
+def test_issue15_fresh_requests_are_checked_again_each_time_through_the_runner() -> None:
+    """The same engine, three requests built afresh: valid, then broken (two user messages
+    in a row), then valid again — each judged on its own window, never the last one's."""
+
+    class Echo:
+        read_only_messages = True
+
+        @hookimpl
+        def select_context(self, request: SelectRequest) -> SelectResult:
+            return SelectResult(messages=request.messages)
+
+    runner = HookRunner(make_pm(echo=Echo()))
+
+    def ask(messages: list[dict[str, Any]]) -> Any:
+        request = SelectRequest(session_id="s-1", messages=_fresh(messages), budget_tokens=4000)
+        return runner.call("echo", "select_context", request)
+
+    w = window()
+    assert ask(w).adopted
+    broken = ask([*w, {"role": "user", "content": "and again"}])
+    assert broken.provenance is Provenance.INVALID
+    assert broken.error is not None and "invariant" in broken.error
+    grown = [*w, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "next"}]
+    again = ask(grown)
+    assert again.adopted, again.error
+    assert again.value.messages == grown
+
+
+def test_issue15_a_changed_message_in_a_fresh_request_reaches_the_engine_as_changed() -> None:
+    """Sharing the previous window's messages is by equality: an edited message (same
+    place, new text) is the new text, for the engine and in the adopted result."""
+    seen: list[Any] = []
+
+    class Reader:
+        read_only_messages = True
+
+        @hookimpl
+        def select_context(self, request: SelectRequest) -> SelectResult:
+            seen.append(request.messages[1]["content"])
+            return SelectResult(messages=request.messages)
+
+    runner = HookRunner(make_pm(r=Reader()))
+    w = window()
+    for text in ("list the files", "list the folders"):
+        w[1] = {"role": "user", "content": text}
+        request = SelectRequest(session_id="s-1", messages=_fresh(w), budget_tokens=4000)
+        fenced = runner.call("r", "select_context", request)
+        assert fenced.adopted, fenced.error
+        assert fenced.value.messages[1]["content"] == text
+    assert seen == ["list the files", "list the folders"]
+
+
+def test_issue15_a_request_list_changed_in_place_is_seen_as_changed() -> None:
+    from hermes_host.fence.frozen import window_of
+
+    messages = _fresh(window())
+    first = window_of(messages)
+    assert first.violations == []
+    messages.append({"role": "user", "content": "twice"})  # the caller edits its own list
+    second = window_of(messages)
+    assert second is not first
+    assert second.ref == messages
+    assert second.violations == check_invariants(messages) != []

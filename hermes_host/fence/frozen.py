@@ -169,6 +169,7 @@ class Window:
     total: int
     _violations: list[Violation] | None = field(default=None, repr=False)
     summary_count: int = 0
+    shared: int = 0  # messages taken from the window this one was rebased on
 
     @classmethod
     def build(cls, messages: Sequence[Any], *, violations: list[Violation] | None = None
@@ -191,9 +192,7 @@ class Window:
         if len(out) == len(ref) and out == ref:
             return Splice(len(ref), 0, [])
         limit = min(len(out), len(ref))
-        prefix = 0
-        while prefix < limit and (out[prefix] is ref[prefix] or out[prefix] == ref[prefix]):
-            prefix += 1  # a changed window differs early (new summary, dropped turns)
+        prefix = _common_prefix(out, ref, limit)
         room = limit - prefix
         suffix = _common_suffix(out, ref, room)
         return Splice(prefix, suffix, out[prefix:len(out) - suffix])
@@ -212,6 +211,24 @@ class Window:
         total = self.total - sum(self.sizes[p:n - s]) + sum(sizes_mid)
         count = self.summary_count - sum(self.summaries[p:n - s]) + sum(flags_mid)
         return Window(ref, list(ref), sizes, summaries, total, [], count)
+
+    def rebase(self, messages: Sequence[Any]) -> Window | None:
+        """The window of ``messages`` (a new list, e.g. the next request's) built from this
+        one: messages equal to this window's are shared (their sizes and summary flags
+        reused), only the rest frozen and measured, and — when this window is known valid —
+        only the change checked for invariants (issue 15).  None when nothing is shared."""
+        out = list(messages)
+        cut = self.splice(out)
+        if cut.prefix + cut.suffix == 0:
+            return None
+        middle = [freeze(m) for m in cut.middle]
+        violations: list[Violation] | None = None
+        if self._violations is not None and not self._violations:  # known valid: the change
+            violations = self.splice_violations(cut, middle)
+        built = self.derive(cut, middle)
+        built._violations = violations  # None: checked in full when first asked
+        built.shared = cut.prefix + cut.suffix
+        return built
 
     def kept_size(self, cut: Splice) -> int:
         """Bytes of the messages a splice keeps from ``ref``."""
@@ -256,6 +273,25 @@ class Window:
         return found
 
 
+def _common_prefix(a: list[Any], b: list[Any], room: int) -> int:
+    """The length of the longest equal prefix of ``a`` and ``b`` (at most ``room``): a
+    galloping then binary search over C-level slice compares (a window that grew by one
+    turn costs a few slice compares, not a Python loop over every message)."""
+    if room <= 0 or not (a[0] is b[0] or a[0] == b[0]):
+        return 0
+    good, step = 1, 2
+    while step <= room and a[:step] == b[:step]:
+        good, step = step, step * 2
+    bad = min(step, room + 1)
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if a[:mid] == b[:mid]:
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
 def _common_suffix(a: list[Any], b: list[Any], room: int) -> int:
     """The length of the longest equal suffix of ``a`` and ``b`` (at most ``room``): a
     galloping then binary search over C-level slice compares."""
@@ -290,12 +326,33 @@ def remember(window: Window) -> Window:
     return window
 
 
+_REBASE_FROM = 3  # how many of the most recent windows a new list is compared against
+
+
 def window_of(messages: list[Any]) -> Window:
     """The :class:`Window` of a request's message list: the remembered one while the list
-    still holds exactly its messages (one C-level compare), else a new one (one freeze).
-    Raises :class:`Unfreezable` for a message that is not JSON-like data."""
+    still holds exactly its messages (one C-level compare); else one rebased on the recent
+    window it shares the most messages with (a host builds a fresh list of fresh dicts per
+    request: only what changed is frozen, measured and checked); else a new one (one
+    freeze).  Raises :class:`Unfreezable` for a message that is not JSON-like data."""
+    key = id(messages)
     with _cache_lock:
-        known = _cache.get(id(messages))
+        known = _cache.get(key)
+        if known is not None:
+            _cache.move_to_end(key)  # in use: not the next one evicted
+        recent = list(_cache.values())[-_REBASE_FROM:]
     if known is not None and known.items is messages and messages == known.ref:
         return known
-    return remember(Window.build(messages))
+    candidates = [known] if known is not None else []  # e.g. this list, changed in place
+    candidates += [w for w in reversed(recent) if w is not known]
+    best: Window | None = None
+    for previous in candidates:
+        candidate = previous.rebase(messages)
+        if candidate is not None and (best is None or candidate.shared > best.shared):
+            best = candidate
+            if best.shared == len(best.ref):
+                break
+    return remember(best if best is not None else Window.build(messages))
+
+
+

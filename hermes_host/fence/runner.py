@@ -6,19 +6,18 @@
 (:mod:`~hermes_host.fence.isolation`), per engine — wait at most the hook's timeout, turn
 what came back into the host's own validated copy (:mod:`~hermes_host.fence.adopt`), stamp
 it (:mod:`~hermes_host.fence.provenance`) and account for it in the plugin's breaker
-(:mod:`~hermes_host.fence.breaker`).
+(:mod:`~hermes_host.fence.breaker`).  Composition of several calls is in
+:mod:`~hermes_host.fence.compose`, stamping and the health/breaker/pool state in
+:mod:`~hermes_host.fence.accounts`, the in-flight call record in
+:mod:`~hermes_host.fence.started`.
 """
 
 from __future__ import annotations
 
-import logging
 import os
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
 import pluggy
@@ -26,21 +25,21 @@ from pydantic import BaseModel
 
 from hermes_host.config import FenceSection, HooksSection
 from hermes_host.fence import adopt
+from hermes_host.fence.accounts import Accounts
 from hermes_host.fence.breaker import Breakers
+from hermes_host.fence.compose import Composition
 from hermes_host.fence.errors import traceback_text
 from hermes_host.fence.isolation import Outcome, ProcessPool, recipe_for
-from hermes_host.fence.provenance import Fenced, HealthLog, HookHealth, Provenance
+from hermes_host.fence.provenance import Fenced, HealthLog, Provenance
 from hermes_host.fence.snapshot import snapshot
+from hermes_host.fence.started import _Started, log
 from hermes_host.fence.workers import Job, PoolRefused, WorkerPool, wait
 from hermes_host.hookspecs import DEFAULT_TIMEOUTS
-from hermes_host.models import SelectRequest, SelectResult
 from hermes_host.plugins import trace_enabled
-from hermes_host.redact import redact
 
 __all__ = ["FALLBACK_TIMEOUT", "HookRunner"]
 
-log = logging.getLogger("hermes_host.fence")
-"""Problems of fenced calls, at WARNING (tracebacks included)."""
+_MOVED = (_Started, log)  # still importable from here: moved to fence/started.py
 
 FALLBACK_TIMEOUT = 5.0
 """Seconds for a hook that has no entry in ``DEFAULT_TIMEOUTS`` (a third-party hookspec)."""
@@ -55,24 +54,7 @@ WARM_UP_SECONDS = 30.0
 FenceSettings = FenceSection | Callable[[str], FenceSection]
 
 
-@dataclass
-class _Started:
-    """A call that is running (or already finished without running: ``outcome`` is set)."""
-
-    plugin: str
-    hook: str
-    request: BaseModel
-    start: float
-    deadline: float = 0.0
-    timeout: float = 0.0
-    firstresult: bool = True
-    process: bool = False
-    cap: int = 0
-    job: Job | None = None
-    outcome: Fenced[Any] | None = None
-
-
-class HookRunner:
+class HookRunner(Composition, Accounts):
     """Calls one plugin's hook implementation inside the fence (see :mod:`hermes_host.fence`).
 
     ``pm`` is a ``pluggy.PluginManager`` whose plugins are registered by name (the entry-point
@@ -146,116 +128,6 @@ class HookRunner:
         non-positive timeout).
         """
         return self._finish(self._start(plugin, hook, request, timeout))
-
-    def first_result(
-        self,
-        hook: str,
-        plugins: Sequence[str],
-        request: BaseModel,
-        *,
-        timeout: float | None = None,
-    ) -> tuple[Any | None, list[Fenced[Any]]]:
-        """Ask ``plugins`` in order; the first adopted answer wins (firstresult semantics).
-
-        ``None``, a timeout, an error, an invalid answer or an open breaker all count as "no
-        answer" and the next plugin is asked.  Returns (value or None, every stamp).
-        """
-        stamps: list[Fenced[Any]] = []
-        for plugin in plugins:
-            fenced = self.call(plugin, hook, request, timeout=timeout)
-            stamps.append(fenced)
-            if fenced.adopted:
-                return fenced.value, stamps
-        return None, stamps
-
-    def chain(
-        self,
-        hook: str,
-        plugins: Sequence[str],
-        request: SelectRequest,
-        *,
-        timeout: float | None = None,
-        states: Mapping[str, dict[str, Any]] | None = None,
-    ) -> tuple[SelectResult | None, list[Fenced[Any]]]:
-        """Compose ``select_context`` engines: each adopted result's messages become the next
-        request's messages.  A failed or ``None`` link leaves the messages as they were (fail
-        open).  Returns the last adopted result (its messages are the chain's output) or None
-        when no link was adopted, and every stamp.
-
-        ``states`` gives each engine its own persisted ``state`` (by plugin name); without it
-        every link sees ``request.state``.
-        """
-        current = request
-        last: SelectResult | None = None
-        stamps: list[Fenced[Any]] = []
-        for plugin in plugins:
-            link = current
-            if states is not None:
-                link = current.model_copy(update={"state": dict(states.get(plugin) or {})})
-            fenced = self.call(plugin, hook, link, timeout=timeout)
-            stamps.append(fenced)
-            if fenced.adopted and isinstance(fenced.value, SelectResult):
-                last = fenced.value
-                current = current.model_copy(update={"messages": fenced.value.messages})
-        return last, stamps
-
-    def broadcast(
-        self,
-        hook: str,
-        plugins: Sequence[str],
-        request: BaseModel,
-        *,
-        timeout: float | None = None,
-    ) -> list[Fenced[Any]]:
-        """Call every plugin (memory providers), each fenced on its own and all at once: a
-        slow or failing provider delays the others by nothing and hides none of them.
-        Stamps come back in ``plugins`` order."""
-        started = [self._start(plugin, hook, request, timeout) for plugin in plugins]
-        return [self._finish(item) for item in started]
-
-    def breaker_state(self) -> dict[str, dict[str, Any]]:
-        """Per plugin: ``state`` (closed / open / half_open), counters, last error and the
-        seconds until an open breaker allows a trial call — for ``doctor`` and ``/status``."""
-        return self._breakers.state()
-
-    def health(self) -> list[HookHealth]:
-        """Every plugin and hook called so far: counts, the last problem and the plugin's
-        breaker state.  ``[row for row in runner.health() if row.problems]`` is what went
-        wrong."""
-        return self.with_breakers(self._health.rows())
-
-    @contextmanager
-    def recording(self) -> Iterator[HealthLog]:
-        """Count the stamps made while the block runs (from any thread of this runner)::
-
-            with runner.recording() as seen:
-                session.end_turn()
-            for row in runner.with_breakers(seen.problems()): ...
-        """
-        log_ = HealthLog()
-        with self._recorders_lock:
-            self._recorders = [*self._recorders, log_]
-        try:
-            yield log_
-        finally:
-            with self._recorders_lock:
-                self._recorders = [r for r in self._recorders if r is not log_]
-
-    def with_breakers(self, rows: Sequence[HookHealth]) -> list[HookHealth]:
-        """``rows`` with each plugin's current breaker state filled in."""
-        states = {name: b["state"] for name, b in self.breaker_state().items()}
-        return [replace(row, breaker=states.get(row.plugin)) for row in rows]
-
-    def pool_state(self) -> dict[str, Any]:
-        """Worker threads, idle ones, leaked ones (in all and per plugin), the per-plugin leak
-        cap, and each process-isolated plugin's idle and busy worker processes."""
-        state = self._pool.state()
-        with self._processes_lock:
-            pools = dict(self._processes)
-        state["processes"] = {
-            name: pool.state() for name, pool in pools.items() if isinstance(pool, ProcessPool)
-        }
-        return state
 
     def close(self) -> None:
         """Stop the worker processes (threads are daemons and need nothing)."""
@@ -399,52 +271,6 @@ class HookRunner:
             started, verdict.provenance, verdict.value, error, verdict.error_type,
             logged=verdict.logged,
         )
-
-    def _stamp(
-        self,
-        started: _Started,
-        provenance: Provenance,
-        value: Any,
-        error: str | None,
-        error_type: str | None,
-        *,
-        account: bool = True,
-        logged: str | None = None,
-    ) -> Fenced[Any]:
-        if error is not None:
-            error = redact(error)  # what the plugin said was also cleared of request text
-        fenced: Fenced[Any] = Fenced(
-            plugin=started.plugin,
-            hook=started.hook,
-            provenance=provenance,
-            value=value,
-            error=error,
-            duration=self._timer() - started.start,
-            error_type=error_type,
-        )
-        if account and started.job is not None:
-            self._breakers.record(started.plugin, fenced)
-        self._health.add(fenced)
-        for recorder in self._recorders:  # a copy-on-write list: no lock needed to read it
-            recorder.add(fenced)
-        if fenced.failed:
-            if provenance is Provenance.BREAKER_OPEN:
-                log.debug("%s", error)
-            elif logged is not None:
-                log.warning("%s\n%s", error, logged)
-            else:
-                log.warning("%s", error)
-        if self._trace:
-            self._write_trace(fenced)
-        return fenced
-
-    def _write_trace(self, fenced: Fenced[Any]) -> None:
-        stream = self._trace_stream or sys.stderr
-        try:
-            stream.write(fenced.trace_line() + "\n")
-            stream.flush()
-        except (OSError, ValueError):  # a closed stderr must not break a call
-            pass
 
     def _after_fork(self) -> None:
         """In a forked child the parent's worker threads do not exist, its worker processes
