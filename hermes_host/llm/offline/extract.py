@@ -131,6 +131,7 @@ class _Extractor:
         self._results: dict[str, str] = {}
         self._pending_answer = 0  # 1-based index of the question awaiting an answer
         self._observations: set[int] = set()  # user messages that are tool observations
+        self._scans: dict[str, _Scan] = {}  # text -> what _index found in it
 
     def run(self) -> _Facts:
         for m in self.messages:
@@ -299,21 +300,39 @@ class _Extractor:
     def _index(self, text: str, *, weight: int) -> None:
         if not text:
             return
+        found = self._scans.get(text)
+        if found is None:  # the same text met again (a repeated output) is scanned once
+            found = self._scans[text] = _scan(text)
+        paths, urls, errors, snakes, camels, hexes, units = found
         f = self.facts
-        for p in _PATH_RE.findall(text):
-            if len(p) <= 160 and not p.startswith(("http", "//")):
-                f.files[p] += weight
-        for u in _URL_RE.findall(text):
-            f.urls[u.rstrip(".,;:")] += 1
-        for e in _ERRCLASS_RE.findall(text):
+        for p in paths:
+            f.files[p] += weight
+        for u in urls:
+            f.urls[u] += 1
+        for e in errors:
             f.identifiers[e] += weight
-        for s in _SNAKE_RE.findall(text):
-            if 5 <= len(s) <= 60:
-                f.identifiers[s] += weight
-        for c in _CAMEL_RE.findall(text):
-            if len(c) <= 60:
-                f.identifiers[c] += weight
-        for h in _HEX_RE.findall(text):
+        for s in snakes:
+            f.identifiers[s] += weight
+        for c in camels:
+            f.identifiers[c] += weight
+        for h in hexes:
             f.identifiers[h] += 1
-        for u in _UNIT_RE.findall(text):
+        for u in units:
             f.figures[u] += 1
+
+
+_Scan = tuple[list[str], list[str], list[str], list[str], list[str], list[str], list[str]]
+
+
+def _scan(text: str) -> _Scan:
+    """What :meth:`_Extractor._index` counts in ``text`` (paths, URLs, error classes, snake
+    and camel identifiers, hex ids, figures), filtered but not yet weighted."""
+    return (
+        [p for p in _PATH_RE.findall(text) if len(p) <= 160 and not p.startswith(("http", "//"))],
+        [u.rstrip(".,;:") for u in _URL_RE.findall(text)] if "http" in text else [],
+        _ERRCLASS_RE.findall(text),
+        [s for s in _SNAKE_RE.findall(text) if 5 <= len(s) <= 60] if "_" in text else [],
+        [c for c in _CAMEL_RE.findall(text) if len(c) <= 60],
+        _HEX_RE.findall(text),
+        _UNIT_RE.findall(text),
+    )
