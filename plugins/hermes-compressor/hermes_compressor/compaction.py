@@ -79,6 +79,7 @@ from hermes_compressor.options import EngineOptions
 from hermes_compressor.prompt import build_prompt
 from hermes_compressor.prune import (
     PruneStats,
+    call_index,
     dedup_results,
     pressure_pass,
     prune_results,
@@ -187,7 +188,11 @@ def _compress_window(
         return unchanged("aborted", "cooldown active: automatic compression is suppressed")
 
     extracted = extract_previous(cleaned)
-    work = _normalised(extracted.messages)
+    work = extracted.messages
+    if len(work) != len(cleaned) or any(
+        a is not b for a, b in zip(work, cleaned, strict=True)
+    ):
+        work = _normalised(work)  # a summary block came out: check the alternation again
     previous = extracted.previous_summary
     first_round = request.compression_count == 0 and previous is None
     threshold = threshold_tokens(settings, request.context_length, request.model)
@@ -215,11 +220,14 @@ def _compress_window(
 
     # Step 1: prune (no LLM).  Indices do not move.
     stats = PruneStats()
+    calls = call_index(work)  # dedup replaces tool results only: the calls stay the same
     work = dedup_results(
-        work, count, start=head_end, min_chars=options.dedup_min_chars, stats=stats
+        work, count, start=head_end, min_chars=options.dedup_min_chars, stats=stats,
+        calls=calls,
     )
     work = prune_results(
-        work, count, start=head_end, end=cut, min_chars=options.prune_min_chars, stats=stats
+        work, count, start=head_end, end=cut, min_chars=options.prune_min_chars, stats=stats,
+        calls=calls,
     )
     work, clipped = truncate_call_args(
         work,
