@@ -220,14 +220,14 @@ def _compress_window(
 
     # Step 1: prune (no LLM).  Indices do not move.
     stats = PruneStats()
-    calls = call_index(work)  # dedup replaces tool results only: the calls stay the same
+    call_info = call_index(work)  # dedup replaces tool results only: the calls stay the same
     work = dedup_results(
         work, count, start=head_end, min_chars=options.dedup_min_chars, stats=stats,
-        calls=calls,
+        calls=call_info,
     )
     work = prune_results(
         work, count, start=head_end, end=cut, min_chars=options.prune_min_chars, stats=stats,
-        calls=calls,
+        calls=call_info,
     )
     work, clipped = truncate_call_args(
         work,
