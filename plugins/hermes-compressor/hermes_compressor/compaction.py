@@ -33,10 +33,8 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from hermes_host.llm.base import (
-    Summarizer,
     SummaryError,
     SummaryJob,
     TransientSummaryError,
@@ -86,6 +84,7 @@ from hermes_compressor.prune import (
     remove_blank_echoes,
     truncate_call_args,
 )
+from hermes_compressor.summarizers import Summarizers, _calls_llm, _Counted
 from hermes_compressor.summary import (
     SKILL_MARKER_RE,
     ensure_latest_request,
@@ -94,40 +93,11 @@ from hermes_compressor.summary import (
     postprocess,
     strip_reasoning,
 )
-from hermes_compressor.trigger import tail_budget, threshold_tokens
+from hermes_compressor.trigger import _cooldown_active, tail_budget, threshold_tokens
 
 __all__ = ["Summarizers", "compress_window"]
 
 log = logging.getLogger("hermes_compressor")
-
-
-@dataclass
-class Summarizers:
-    """Where the pass gets its summarisers (resolved by the engine, cached per settings)."""
-
-    primary: Callable[[], Summarizer]
-    micro: Callable[[int], Summarizer]
-    fallback: Callable[[], Summarizer]
-
-
-class _Counted:
-    """A summariser that counts the LLM calls made through it (``llm_calls``)."""
-
-    def __init__(self, inner: Summarizer) -> None:
-        self.inner = inner
-        self.name: str = inner.name
-        self.calls_llm: bool = bool(inner.calls_llm)
-        self.calls = 0
-
-    def summarize(self, job: SummaryJob) -> str:
-        if self.calls_llm:
-            self.calls += 1
-        return self.inner.summarize(job)
-
-
-def _cooldown_active(request: CompressRequest) -> bool:
-    until = request.guards.cooldown_until
-    return not request.force and until is not None and request.guards.now < until
 
 
 def _normalised(messages: Sequence[Message]) -> list[Message]:
@@ -135,15 +105,6 @@ def _normalised(messages: Sequence[Message]) -> list[Message]:
     if any(v.rule == "alternation" for v in check_invariants(out)):
         out, _ = normalize_alternation(out)
     return out
-
-
-def _calls_llm(summarizers: Summarizers) -> bool:
-    """Whether the primary summariser is an LLM (one that cannot be built, e.g. for a missing
-    key, counts as one: its failure is handled where it is called)."""
-    try:
-        return bool(summarizers.primary().calls_llm)
-    except Exception:
-        return True
 
 
 def compress_window(
