@@ -132,6 +132,8 @@ class _Extractor:
         self._pending_answer = 0  # 1-based index of the question awaiting an answer
         self._observations: set[int] = set()  # user messages that are tool observations
         self._scans: dict[str, _Scan] = {}  # text -> what _index found in it
+        self._calls: dict[tuple[str, str], tuple[Any, str, str, str, str]] = {}
+        self._outcomes: dict[tuple[str, str | None], tuple[str, bool, str | None, str]] = {}
 
     def run(self) -> _Facts:
         for m in self.messages:
@@ -252,11 +254,23 @@ class _Extractor:
         raw_fn = call.get("function")
         fn: dict[str, Any] = raw_fn if isinstance(raw_fn, dict) else {}
         name = str(fn.get("name") or call.get("name") or "tool")
-        args = _parse_args(fn.get("arguments", call.get("arguments", "")))
-        verb, target, key = _describe_call(name, args)
+        raw_args = fn.get("arguments", call.get("arguments", ""))
+        # a call or a result met again (the same command, the same output) is described once
+        described = self._calls.get((name, raw_args)) if isinstance(raw_args, str) else None
+        if described is None:
+            args = _parse_args(raw_args)
+            verb, target, key = _describe_call(name, args)
+            described = (args, verb, target, key, change_note(verb, args))
+            if isinstance(raw_args, str):
+                self._calls[(name, raw_args)] = described
+        args, verb, target, key, change = described
         result = self._results.get(str(call.get("id")))
-        outcome, ok, error = _describe_result(verb, result)
-        note = change_note(verb, args) or read_note(verb, result)
+        seen = self._outcomes.get((verb, result))
+        if seen is None:
+            seen = self._outcomes[(verb, result)] = (*_describe_result(verb, result),
+                                                     read_note(verb, result))
+        outcome, ok, error, read = seen
+        note = change or read
         if note:
             outcome = f"{outcome}; {note}"
         self._record(_Action(verb, target, name, outcome, ok, key, error))
