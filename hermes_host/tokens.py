@@ -212,7 +212,7 @@ def count_message(message: Message, model: str | None = None) -> int:
 
 
 class TokenCounter:
-    """Counts messages with a bounded cache keyed by a digest of each message's wire form.
+    """Counts messages with a bounded cache keyed by a digest of what each message's count reads.
 
     Safe to share between threads (fence workers call it): the cache is updated under a lock,
     while hashing and tokenising run outside it.  ``model`` picks the encoding
@@ -228,9 +228,29 @@ class TokenCounter:
 
     @staticmethod
     def _key(message: Message) -> bytes:
-        wire = {k: v for k, v in message.items() if not str(k).startswith("_")}
-        raw = json.dumps(wire, sort_keys=True, ensure_ascii=False, default=str)
-        return hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        """One digest of exactly what :func:`count_message` reads: the content, each tool
+        call's name and arguments, and a tool message's name (ids, roles otherwise and ``_``
+        metadata do not change the count, so they are not hashed; each field is
+        length-prefixed, so no two messages with different fields share a key)."""
+        h = hashlib.blake2b(digest_size=16)
+
+        def field(tag: bytes, text: str) -> None:
+            raw = text.encode("utf-8", "surrogatepass")
+            h.update(tag + len(raw).to_bytes(8, "little"))
+            h.update(raw)
+
+        content = message.get("content")
+        if isinstance(content, str):
+            field(b"s", content)
+        elif content is not None:
+            field(b"j", json.dumps(content, sort_keys=True, ensure_ascii=False, default=str))
+        for call in message.get("tool_calls") or []:
+            fn = call.get("function") or {}
+            field(b"f", str(fn.get("name", "")))
+            field(b"a", str(fn.get("arguments", "")))
+        if message.get("role") == "tool" and message.get("name"):
+            field(b"t", str(message["name"]))
+        return h.digest()
 
     def count(self, message: Message) -> int:
         key = self._key(message)

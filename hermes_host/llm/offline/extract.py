@@ -131,6 +131,9 @@ class _Extractor:
         self._results: dict[str, str] = {}
         self._pending_answer = 0  # 1-based index of the question awaiting an answer
         self._observations: set[int] = set()  # user messages that are tool observations
+        self._scans: dict[str, _Scan] = {}  # text -> what _index found in it
+        self._calls: dict[tuple[str, str], tuple[Any, str, str, str, str]] = {}
+        self._outcomes: dict[tuple[str, str | None], tuple[str, bool, str | None, str]] = {}
 
     def run(self) -> _Facts:
         for m in self.messages:
@@ -251,11 +254,23 @@ class _Extractor:
         raw_fn = call.get("function")
         fn: dict[str, Any] = raw_fn if isinstance(raw_fn, dict) else {}
         name = str(fn.get("name") or call.get("name") or "tool")
-        args = _parse_args(fn.get("arguments", call.get("arguments", "")))
-        verb, target, key = _describe_call(name, args)
+        raw_args = fn.get("arguments", call.get("arguments", ""))
+        # a call or a result met again (the same command, the same output) is described once
+        described = self._calls.get((name, raw_args)) if isinstance(raw_args, str) else None
+        if described is None:
+            args = _parse_args(raw_args)
+            verb, target, key = _describe_call(name, args)
+            described = (args, verb, target, key, change_note(verb, args))
+            if isinstance(raw_args, str):
+                self._calls[(name, raw_args)] = described
+        args, verb, target, key, change = described
         result = self._results.get(str(call.get("id")))
-        outcome, ok, error = _describe_result(verb, result)
-        note = change_note(verb, args) or read_note(verb, result)
+        seen = self._outcomes.get((verb, result))
+        if seen is None:
+            seen = self._outcomes[(verb, result)] = (*_describe_result(verb, result),
+                                                     read_note(verb, result))
+        outcome, ok, error, read = seen
+        note = change or read
         if note:
             outcome = f"{outcome}; {note}"
         self._record(_Action(verb, target, name, outcome, ok, key, error))
@@ -299,21 +314,39 @@ class _Extractor:
     def _index(self, text: str, *, weight: int) -> None:
         if not text:
             return
+        found = self._scans.get(text)
+        if found is None:  # the same text met again (a repeated output) is scanned once
+            found = self._scans[text] = _scan(text)
+        paths, urls, errors, snakes, camels, hexes, units = found
         f = self.facts
-        for p in _PATH_RE.findall(text):
-            if len(p) <= 160 and not p.startswith(("http", "//")):
-                f.files[p] += weight
-        for u in _URL_RE.findall(text):
-            f.urls[u.rstrip(".,;:")] += 1
-        for e in _ERRCLASS_RE.findall(text):
+        for p in paths:
+            f.files[p] += weight
+        for u in urls:
+            f.urls[u] += 1
+        for e in errors:
             f.identifiers[e] += weight
-        for s in _SNAKE_RE.findall(text):
-            if 5 <= len(s) <= 60:
-                f.identifiers[s] += weight
-        for c in _CAMEL_RE.findall(text):
-            if len(c) <= 60:
-                f.identifiers[c] += weight
-        for h in _HEX_RE.findall(text):
+        for s in snakes:
+            f.identifiers[s] += weight
+        for c in camels:
+            f.identifiers[c] += weight
+        for h in hexes:
             f.identifiers[h] += 1
-        for u in _UNIT_RE.findall(text):
+        for u in units:
             f.figures[u] += 1
+
+
+_Scan = tuple[list[str], list[str], list[str], list[str], list[str], list[str], list[str]]
+
+
+def _scan(text: str) -> _Scan:
+    """What :meth:`_Extractor._index` counts in ``text`` (paths, URLs, error classes, snake
+    and camel identifiers, hex ids, figures), filtered but not yet weighted."""
+    return (
+        [p for p in _PATH_RE.findall(text) if len(p) <= 160 and not p.startswith(("http", "//"))],
+        [u.rstrip(".,;:") for u in _URL_RE.findall(text)] if "http" in text else [],
+        _ERRCLASS_RE.findall(text),
+        [s for s in _SNAKE_RE.findall(text) if 5 <= len(s) <= 60] if "_" in text else [],
+        [c for c in _CAMEL_RE.findall(text) if len(c) <= 60],
+        _HEX_RE.findall(text),
+        _UNIT_RE.findall(text),
+    )

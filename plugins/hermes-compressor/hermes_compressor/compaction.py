@@ -33,10 +33,8 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from hermes_host.llm.base import (
-    Summarizer,
     SummaryError,
     SummaryJob,
     TransientSummaryError,
@@ -79,12 +77,14 @@ from hermes_compressor.options import EngineOptions
 from hermes_compressor.prompt import build_prompt
 from hermes_compressor.prune import (
     PruneStats,
+    call_index,
     dedup_results,
     pressure_pass,
     prune_results,
     remove_blank_echoes,
     truncate_call_args,
 )
+from hermes_compressor.summarizers import Summarizers, _calls_llm, _Counted
 from hermes_compressor.summary import (
     SKILL_MARKER_RE,
     ensure_latest_request,
@@ -93,40 +93,11 @@ from hermes_compressor.summary import (
     postprocess,
     strip_reasoning,
 )
-from hermes_compressor.trigger import tail_budget, threshold_tokens
+from hermes_compressor.trigger import _cooldown_active, tail_budget, threshold_tokens
 
 __all__ = ["Summarizers", "compress_window"]
 
 log = logging.getLogger("hermes_compressor")
-
-
-@dataclass
-class Summarizers:
-    """Where the pass gets its summarisers (resolved by the engine, cached per settings)."""
-
-    primary: Callable[[], Summarizer]
-    micro: Callable[[int], Summarizer]
-    fallback: Callable[[], Summarizer]
-
-
-class _Counted:
-    """A summariser that counts the LLM calls made through it (``llm_calls``)."""
-
-    def __init__(self, inner: Summarizer) -> None:
-        self.inner = inner
-        self.name: str = inner.name
-        self.calls_llm: bool = bool(inner.calls_llm)
-        self.calls = 0
-
-    def summarize(self, job: SummaryJob) -> str:
-        if self.calls_llm:
-            self.calls += 1
-        return self.inner.summarize(job)
-
-
-def _cooldown_active(request: CompressRequest) -> bool:
-    until = request.guards.cooldown_until
-    return not request.force and until is not None and request.guards.now < until
 
 
 def _normalised(messages: Sequence[Message]) -> list[Message]:
@@ -134,15 +105,6 @@ def _normalised(messages: Sequence[Message]) -> list[Message]:
     if any(v.rule == "alternation" for v in check_invariants(out)):
         out, _ = normalize_alternation(out)
     return out
-
-
-def _calls_llm(summarizers: Summarizers) -> bool:
-    """Whether the primary summariser is an LLM (one that cannot be built, e.g. for a missing
-    key, counts as one: its failure is handled where it is called)."""
-    try:
-        return bool(summarizers.primary().calls_llm)
-    except Exception:
-        return True
 
 
 def compress_window(
@@ -187,7 +149,11 @@ def _compress_window(
         return unchanged("aborted", "cooldown active: automatic compression is suppressed")
 
     extracted = extract_previous(cleaned)
-    work = _normalised(extracted.messages)
+    work = extracted.messages
+    if len(work) != len(cleaned) or any(
+        a is not b for a, b in zip(work, cleaned, strict=True)
+    ):
+        work = _normalised(work)  # a summary block came out: check the alternation again
     previous = extracted.previous_summary
     first_round = request.compression_count == 0 and previous is None
     threshold = threshold_tokens(settings, request.context_length, request.model)
@@ -215,11 +181,14 @@ def _compress_window(
 
     # Step 1: prune (no LLM).  Indices do not move.
     stats = PruneStats()
+    call_info = call_index(work)  # dedup replaces tool results only: the calls stay the same
     work = dedup_results(
-        work, count, start=head_end, min_chars=options.dedup_min_chars, stats=stats
+        work, count, start=head_end, min_chars=options.dedup_min_chars, stats=stats,
+        calls=call_info,
     )
     work = prune_results(
-        work, count, start=head_end, end=cut, min_chars=options.prune_min_chars, stats=stats
+        work, count, start=head_end, end=cut, min_chars=options.prune_min_chars, stats=stats,
+        calls=call_info,
     )
     work, clipped = truncate_call_args(
         work,

@@ -113,10 +113,13 @@ def dedup_results(
     start: int,
     min_chars: int,
     stats: PruneStats,
+    calls: dict[str, CallInfo] | None = None,
 ) -> list[Message]:
-    """Replace older copies of identical tool outputs (from ``start``) with a one-liner."""
+    """Replace older copies of identical tool outputs (from ``start``) with a one-liner
+    (``calls``: the :func:`call_index` of ``messages``, when the caller has it already)."""
     out = list(messages)
-    calls = call_index(messages)
+    if calls is None:
+        calls = call_index(messages)
     seen: set[str] = set()
     for i in range(len(out) - 1, start - 1, -1):
         message = out[i]
@@ -143,10 +146,13 @@ def prune_results(
     end: int,
     min_chars: int,
     stats: PruneStats,
+    calls: dict[str, CallInfo] | None = None,
 ) -> list[Message]:
-    """Replace tool outputs in ``[start, end)`` of at least ``min_chars`` with one-liners."""
+    """Replace tool outputs in ``[start, end)`` of at least ``min_chars`` with one-liners
+    (``calls``: the :func:`call_index` of ``messages``, when the caller has it already)."""
     out = list(messages)
-    calls = call_index(messages)
+    if calls is None:
+        calls = call_index(messages)
     for i in range(start, min(end, len(out))):
         message = out[i]
         if message.get("role") != "tool" or _is_pruned(message):

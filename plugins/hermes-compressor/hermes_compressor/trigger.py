@@ -28,6 +28,7 @@ from hermes_host.guards import STREAK_LIMIT, model_ratio
 from hermes_host.models import (
     CompressDecision,
     CompressionSettings,
+    CompressRequest,
     GuardState,
     ShouldCompressRequest,
 )
@@ -133,3 +134,8 @@ def decide(request: ShouldCompressRequest) -> CompressDecision:
     if reason is not None:
         return answer(False, reason)
     return answer(True)
+
+
+def _cooldown_active(request: CompressRequest) -> bool:
+    until = request.guards.cooldown_until
+    return not request.force and until is not None and request.guards.now < until
