@@ -78,6 +78,8 @@ class _Composer:
             self.previous.get("Resolved Questions", "").strip() == NO_USER_QUESTIONS
         )
         self.unattended = not facts.user_requests and (not self.previous or prev_unattended)
+        root = re.search(r"^- Project root: `([^`]+)`", self.previous.get("Active State", ""), re.M)
+        self.previous_root = root.group(1) if root else None
 
     def add(self, section: str, text: str, priority: int, order: int) -> None:
         self.items.append(_Item(section, text, priority, order, self.focus(text)))
@@ -95,7 +97,7 @@ class _Composer:
         skills = _dedupe(SKILL_MARKER_RE.findall(self.previous.get("Pruned Skills", ""))
                          + self.facts.skills)
         self.fixed["Pruned Skills"] = "\n".join(skills) if skills else "None."
-        root = _project_root(self.facts.files)
+        root = _project_root(self.facts.files, self.previous_root)
         if root:
             prefix = root + "/"
             for item in self.items:
@@ -236,7 +238,7 @@ class _Composer:
     def files(self) -> None:
         carried = [re.sub(r"^`([^`]+)`.*$", r"\1", f)
                    for f in _bullets(self.previous.get("Relevant Files", ""))]
-        root = _project_root(self.facts.files)
+        root = _project_root(self.facts.files, self.previous_root)
         for n, (path, note) in enumerate(_rank_files(self.facts, carried, root)[:60]):
             self.add("Relevant Files", f"- `{path}`{note}", 35 - min(n, 30) // 3, n)
 
@@ -352,8 +354,15 @@ _SHORTENED = frozenset({"Completed Actions", "Active State", "Blocked", "Relevan
                         "Key Decisions"})
 
 
-def _project_root(files: Counter[str]) -> str | None:
-    """The deepest directory holding at least half of the absolute paths seen (≥ 3 paths)."""
+_SOURCE_DIRS = frozenset({"src", "lib", "test", "tests", "spec", "assets", "priv", "docs", "app",
+                          "pkg", "cmd", "internal", "packages", "include", "scripts"})
+
+
+def _project_root(files: Counter[str], previous: str | None = None) -> str | None:
+    """The directory holding at least half of the absolute paths seen (≥ 3 paths) below which
+    the most of them are spelled as the session also spells them relatively; else
+    ``previous`` (an earlier round's root), else the deepest one not inside a source folder
+    (``lib``, ``src``, ``tests`` …)."""
     absolute = [p for p in files if p.startswith("/")]
     if len(absolute) < 3:
         return None
@@ -365,7 +374,23 @@ def _project_root(files: Counter[str]) -> str | None:
     best = [d for d, n in counts.items() if n * 2 >= len(absolute)]
     if not best:
         return None
-    return max(best, key=lambda d: (d.count("/"), d))
+    # the session's own relative spellings (``lib/x/y.ex``) say where its project root is:
+    # shortening below a deeper directory would leave fragments (``y.ex``) that name
+    # nothing the agent writes, and a path the summary cannot be matched against
+    relative = {p[2:] if p.startswith("./") else p for p in files
+                if not p.startswith(("/", "~", "../"))}
+
+    def spelled(root: str) -> int:
+        prefix = root + "/"
+        return sum(1 for p in absolute if p.startswith(prefix) and p[len(prefix):] in relative)
+
+    def inside_sources(root: str) -> bool:  # ``…/proj/lib/x``: a folder of the project
+        return any(part in _SOURCE_DIRS for part in root.split("/")[3:])
+
+    # then the root an earlier round chose (one spelling across rounds), then a directory
+    # that is not itself inside a source folder, the deepest such
+    return max(best, key=lambda d: (spelled(d), d == previous, not inside_sources(d),
+                                    d.count("/"), d))
 
 
 def _rank_files(facts: _Facts, previous: list[str], root: str | None) -> list[tuple[str, str]]:
