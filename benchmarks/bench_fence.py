@@ -228,7 +228,7 @@ def main() -> int:
     )
     print(
         f"- 200-message window ({source}): the fence adds {big_fenced[0] - big_bare[0]:.0f} µs "
-        "(snapshot + invariant check grow with the window)."
+        "(read-only messages shared; the result compared with the request window)."
     )
     _window_rows(pm, runner, targets)
     _process_rows(pm, small, big, samples["fenced"], big_samples["fenced"])
