@@ -28,6 +28,17 @@ class Trivial:
         return SelectResult(messages=request.messages)
 
 
+class Sharing:
+    """``select_context`` that hands back the very (read-only) message objects it was given
+    (``model_construct``: no pydantic copy), so the fence's splice compare is by identity."""
+
+    read_only_messages = True
+
+    @hookimpl
+    def select_context(self, request: SelectRequest) -> SelectResult:
+        return SelectResult.model_construct(messages=request.messages, decision={}, state=None)
+
+
 class Hostile:
     """``should_compress`` misbehaves as ``behaviour`` says (see bench_fence's hostile rows)."""
 
