@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+from bisect import bisect_right
 from collections.abc import Sequence
+from itertools import accumulate
 
 from hermes_host.llm import offline as _offline
 from hermes_host.llm.base import SUMMARY_SECTIONS
@@ -139,6 +141,22 @@ def _clipped_len(text: str, limit: int) -> int:
     return n if n <= limit else limit + len(f"\n…[{n - limit:,} chars omitted]…\n")
 
 
+class _Lengths:
+    """Text lengths, sorted once, so the total after clipping each to a limit costs a
+    bisection plus the clipped ones (the halving loop asks for several limits)."""
+
+    def __init__(self, lengths: list[int]) -> None:
+        self.sorted = sorted(lengths)
+        self.prefix = [0, *accumulate(self.sorted)]
+
+    def clipped(self, limit: int) -> int:
+        """``sum(_clipped_len(n, limit))`` over the lengths."""
+        k = bisect_right(self.sorted, limit)
+        over = self.sorted[k:]  # these get clipped: the limit plus the omission note
+        return self.prefix[k] + sum(limit + len(f"\n…[{n - limit:,} chars omitted]…\n")
+                                    for n in over)
+
+
 def render_turns(messages: Sequence[Message], *, max_turn_chars: int, max_total: int) -> str:
     """The source turns as labelled plain text, each message clipped, the whole bounded.
 
@@ -150,9 +168,11 @@ def render_turns(messages: Sequence[Message], *, max_turn_chars: int, max_total:
     pieces = _pieces(messages)
     sep = len("\n\n")
     limit = max_turn_chars
+    fixed = sum(len(label) for label, _, _ in pieces) + sep * max(0, len(pieces) - 1)
+    whole = _Lengths([len(text) for _, text, half in pieces if not half])
+    halved = _Lengths([len(text) for _, text, half in pieces if half])
     while True:
-        total = sum(len(label) + _clipped_len(text, limit // 2 if half else limit)
-                    for label, text, half in pieces) + sep * max(0, len(pieces) - 1)
+        total = fixed + whole.clipped(limit) + halved.clipped(limit // 2)
         if total <= max_total or limit <= 200:
             break
         limit //= 2

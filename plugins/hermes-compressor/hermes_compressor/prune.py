@@ -90,10 +90,20 @@ def remove_blank_echoes(messages: Sequence[Message]) -> tuple[list[Message], int
     return kept, len(messages) - len(kept)
 
 
-def _describe(message: Message, calls: dict[str, CallInfo]) -> str:
+def _describe(
+    message: Message, calls: dict[str, CallInfo], memo: dict[tuple[Any, ...], str] | None = None
+) -> str:
     info = calls.get(str(message.get("tool_call_id")))
     name = info.name if info else message.get("name")
-    return describe_result(name, info.arguments if info else None, text_of(message))
+    args = info.arguments if info else None
+    text = text_of(message)
+    if memo is None or not isinstance(args, str | None) or not isinstance(name, str | None):
+        return describe_result(name, args, text)
+    key = (name, args, text)  # the same call and output met again is described once
+    line = memo.get(key)
+    if line is None:
+        line = memo[key] = describe_result(name, args, text)
+    return line
 
 
 def _replace(message: Message, content: str) -> Message:
@@ -121,6 +131,7 @@ def dedup_results(
     if calls is None:
         calls = call_index(messages)
     seen: set[str] = set()
+    memo: dict[tuple[Any, ...], str] = {}
     for i in range(len(out) - 1, start - 1, -1):
         message = out[i]
         if message.get("role") != "tool" or _is_pruned(message):
@@ -129,7 +140,7 @@ def dedup_results(
         if len(text) < min_chars:
             continue
         if text in seen:
-            new = _replace(message, PRUNED_MARK + _describe(message, calls) + DUPLICATE_NOTE)
+            new = _replace(message, PRUNED_MARK + _describe(message, calls, memo) + DUPLICATE_NOTE)
             stats.pruned += 1
             stats.tokens_saved += count(message) - count(new)
             out[i] = new
@@ -153,13 +164,14 @@ def prune_results(
     out = list(messages)
     if calls is None:
         calls = call_index(messages)
+    memo: dict[tuple[Any, ...], str] = {}
     for i in range(start, min(end, len(out))):
         message = out[i]
         if message.get("role") != "tool" or _is_pruned(message):
             continue
         if len(text_of(message)) < min_chars or not isinstance(message.get("content"), str):
             continue
-        new = _replace(message, PRUNED_MARK + _describe(message, calls))
+        new = _replace(message, PRUNED_MARK + _describe(message, calls, memo))
         saved = count(message) - count(new)
         if saved <= 0:
             continue
