@@ -481,3 +481,55 @@ def test_an_edit_says_what_it_changed_issue_14() -> None:
     note = next(n for e in edits if (n := change_note("EDITED", e)))
     shown = re.findall(r"`([^`]+)`", note)
     assert any(all(s in e.get("new_string", "") for s in shown) for e in edits)
+
+
+def _ten_rounds(name: str) -> tuple[list[dict[str, Any]], list[str], list[set[str]]]:
+    """Ten update rounds over a real session at a 3,000-token budget: the messages, each
+    round's summary and each round's artifacts (as the recall metric extracts them)."""
+    from hermes_host.evaluation.artifacts import extract_artifacts, message_text
+
+    msgs = _spotter(name)
+    step = len(msgs) // 10
+    summary: str | None = None
+    summaries: list[str] = []
+    rounds: list[set[str]] = []
+    for start in range(0, step * 10, step):
+        chunk = msgs[start:start + step]
+        rounds.append(set().union(*(extract_artifacts(message_text(m)) for m in chunk)))
+        summary = summarize(chunk, previous_summary=summary, budget_tokens=3000)
+        summaries.append(summary)
+    return msgs, summaries, rounds
+
+
+def test_paths_keep_the_sessions_own_spelling_across_rounds_issue_14() -> None:
+    """Issue 14 (recall after the 10th compression): the project root paths are shortened
+    below is the one the session's relative spellings use (``lib/spotter/…``), and it stays
+    the same from round to round — a root picked afresh each round (``…/lib``, ``…/test``)
+    left fragments such as ``spotter_web/live/x_test.exs`` that name nothing the agent writes."""
+    from hermes_host.evaluation.artifacts import message_text
+
+    msgs, summaries, _ = _ten_rounds("claudecode-spotter-258c7280")
+    roots = {m.group(1) for s in summaries
+             if (m := re.search(r"Project root: `([^`]+)`", s))}
+    assert len(roots) == 1
+    (root,) = roots
+    assert not re.search(r"/(lib|test|src|priv|config)(/|$)", root)
+    text = "\n".join(message_text(m) for m in msgs)
+    listed = [re.sub(r"^- `([^`]+)`.*$", r"\1", line)
+              for line in parse_sections(summaries[-1])["Relevant Files"].splitlines()]
+    assert len(listed) >= 10
+    fragments = [p for p in listed if not p.startswith("/")
+                 and not re.search(r"(?<![\w/.-])" + re.escape(p) + r"(?!\w)", text)]
+    assert fragments == []
+
+
+def test_names_the_session_keeps_using_survive_ten_rounds_issue_14() -> None:
+    """Issue 14 (iterative updates keep what is still live): a name of the first round that
+    the session uses again in at least three later rounds is still in the summary after the
+    tenth — carried names the new turns use again rank before names one tool output
+    mentioned once."""
+    _, summaries, rounds = _ten_rounds("claudecode-spotter-258c7280")
+    recurring = {a for a in rounds[0] if sum(a in r for r in rounds[1:]) >= 3}
+    assert len(recurring) >= 30
+    kept = {a for a in recurring if a in summaries[-1]}
+    assert len(kept) >= 0.6 * len(recurring)

@@ -273,9 +273,16 @@ class _Composer:
         if urls:
             ctx.append(("URLs: " + ", ".join(urls), 28))
         idents = sorted(facts.identifiers, key=lambda s: (-facts.identifiers[s], s))
-        # names the new turns use again come first (still live); then the carried index in
-        # its order, so a name the session stopped using is the first to go under budget
-        idents = _dedupe(idents[: self.owner.max_identifiers] + carried_ids)
+        idents = idents[: self.owner.max_identifiers]
+        # liveness: a carried name the new turns use again comes first (it recurs across
+        # rounds), then names the new turns used more than once in passing, then the carried
+        # index in its order, and last the names a single tool output mentioned once — so
+        # under budget a passing mention goes before a name the session kept coming back to
+        carried_set = set(carried_ids)
+        recurring = [s for s in idents if s in carried_set]
+        repeated = [s for s in idents if s not in carried_set and facts.identifiers[s] > 1]
+        passing = [s for s in idents if s not in carried_set and facts.identifiers[s] <= 1]
+        idents = _dedupe(recurring + repeated + carried_ids + passing)
         if self.focus.active:
             idents.sort(key=lambda s: not self.focus(s))
         for start in range(0, len(idents), 10):
