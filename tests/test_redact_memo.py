@@ -56,3 +56,26 @@ def test_read_only_variant_copies_only_what_it_changes() -> None:
     assert out[1] is not messages[1] and out[2] is not messages[2]
     assert out == redact_messages(messages)
     assert messages[2]["content"] == SECRET
+
+
+def test_reading_again_within_a_block_looks_each_message_up_once(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Issue 15: the compressor reads its middle, then the offline summariser reads that
+    result; within one block the second read redacts nothing and returns the same objects."""
+    calls: list[str] = []
+    real = redact_module.redact_counted
+    monkeypatch.setattr(redact_module, "redact_counted",
+                        lambda text: calls.append(text) or real(text))
+    messages = _messages()
+    with redaction_memo():
+        first = redacted_for_reading(messages)
+        after_first = len(calls)
+        again = redacted_for_reading(messages)
+        of_result = redacted_for_reading(first)
+    assert len(calls) == after_first
+    assert all(a is b for a, b in zip(again, first, strict=True))
+    assert all(a is b for a, b in zip(of_result, first, strict=True))
+    assert first == redact_messages(messages)
+    assert messages[2]["content"] == SECRET
+    # outside a block every read redacts again
+    redacted_for_reading(messages)
+    assert len(calls) > after_first

@@ -60,7 +60,8 @@ class SummaryJob:
     prompt: str
     """The full rendered summarisation prompt (preamble, sections, source turns)."""
     messages: list[Message]
-    """The middle being summarised (new turns only on an update round)."""
+    """The middle being summarised (new turns only on an update round), redacted.  Read it,
+    do not change it: a message with nothing to redact is the engine's own object."""
     previous_summary: str | None = None
     """The body of the previous summary on the 2nd+ compression (R-6.6)."""
     focus_topic: str | None = None

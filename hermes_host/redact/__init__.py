@@ -74,6 +74,10 @@ class _Memo:
     def __init__(self) -> None:
         self.texts: dict[str, str] = {}
         self.arguments: dict[str, Any] = {}
+        # id(message) -> what redacted_for_reading gave for it; ``seen`` keeps each such
+        # message alive, so that its id is not reused by another object within the block
+        self.read: dict[int, Message] = {}
+        self.seen: list[Message] = []
 
 
 _memo: ContextVar[_Memo | None] = ContextVar("hermes_host_redaction_memo", default=None)
@@ -184,14 +188,28 @@ def _redact_content(content: Any) -> Any:
 def redacted_for_reading(messages: Iterable[Message]) -> list[Message]:
     """Like :func:`redact_messages`, for a reader that does not change what it gets: a
     message with nothing to redact is returned as is (no copy), the others are redacted
-    copies.  (The offline summariser reads its job this way: within a
-    :func:`redaction_memo` block an already redacted middle then costs dictionary lookups.)"""
+    copies.  Within a :func:`redaction_memo` block each message is looked at once: reading
+    the same messages (or this function's results) again costs a dictionary lookup each —
+    the compressor reads its middle this way, then the offline summariser reads its job."""
+    memo = _memo.get()
     out: list[Message] = []
     for message in messages:
+        if memo is not None:
+            hit = memo.read.get(id(message))
+            if hit is not None:
+                out.append(hit)
+                continue
         if isinstance(message, dict) and _unchanged_by_redaction(message):
-            out.append(message)
+            clean = message
         else:
-            out.extend(redact_messages([message]))
+            clean = redact_messages([message])[0]
+        if memo is not None:
+            memo.read[id(message)] = clean
+            memo.seen.append(message)
+            if clean is not message:
+                memo.read[id(clean)] = clean
+                memo.seen.append(clean)
+        out.append(clean)
     return out
 
 

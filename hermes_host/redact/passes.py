@@ -223,12 +223,40 @@ def _anchored_subn(
     return "".join(out), n
 
 
+# Every gate of _PASSES needs one of these words in the lowered text (the anchored finders'
+# words and _EQ_GATE/_COLON_GATE's keywords included), and every token pass needs a hit of
+# _TOKEN_TRIGGER: a text with neither cannot change, and two scans say so (most texts of a
+# session are such texts).  A new pass must add its gate's words here;
+# tests/test_redact_prefilter.py checks that the prefilter never skips a text the passes
+# change, on every documented form and the generated corpus.
+_PREFILTER_WORDS = (
+    "key", "token", "secret", "passw", "passphrase", "passcode", "_pwd", "_pass",
+    "credential", "sig=", ";pwd", "; pwd", "authorization", "://", "curl", "cookie", " -b",
+    '"auth', "sk-", "mysql", "mariadb", "sshpass", " login", "machine ", "bearer",
+)
+_PREFILTER = re.compile("|".join(map(re.escape, _PREFILTER_WORDS)))
+
+
+def might_change(text: str, lower: str | None = None) -> bool:
+    """False when no pass can change ``text`` (``lower`` is ``text.lower()`` if known)."""
+    if _PREFILTER.search(text.lower() if lower is None else lower) is not None:
+        return True
+    return _TOKEN_TRIGGER.search(text) is not None
+
+
 def redact_counted(text: str) -> tuple[str, int]:
     """Redact ``text`` and say how many secrets were replaced."""
     if not text:
         return text, 0
-    total = 0
     lower = text.lower()
+    if not might_change(text, lower):
+        return text, 0
+    return _all_passes(text, lower)
+
+
+def _all_passes(text: str, lower: str) -> tuple[str, int]:
+    """Every pass over ``text``, without the prefilter (its tests compare against this)."""
+    total = 0
     for entry in _PASSES:
         if entry is _TOKENS:
             # the trigger scan beats ~70 gates on short texts; long ones take the C-speed

@@ -83,7 +83,7 @@ def _error_line(text: str) -> str | None:
     return one_line(lines[0], _MAX_OUTCOME)
 
 
-@dataclass
+@dataclass(slots=True)  # one per action of the middle: no __dict__ each
 class _Action:
     verb: str
     target: str

@@ -72,6 +72,10 @@ _BACKGROUND_RE = re.compile(r"(?i)running in background with id:?\s*(\w+)")
 _HEDGE_RE = re.compile(r"(?i)^(?:let me|now let me|let's|i'll now|i will now)\b")
 _CURRENT_DIR_RE = re.compile(r"\(Current directory: ([^)\n]+)\)")
 _CD_RE = re.compile(r"(?:^|&&|;|\n)\s*cd\s+([^\s;&|]+)")
+_CLOSING_FENCE_RE = re.compile(r"```[a-zA-Z]*\n((?:(?!```).)*?)\n?```\s*$", re.DOTALL)
+_APPLIED_EDIT_RE = re.compile(r"Applied edit to (\S+)")
+_AIDER_COMMIT_RE = re.compile(r"Commit ([0-9a-f]{7,40}) (.+)")
+_WORD_RE = re.compile(r"[A-Za-z][\w'-]*")
 
 
 def _sentences(text: str) -> list[str]:
@@ -119,7 +123,7 @@ def _is_decision(sentence: str) -> bool:
         return True
     if _HEDGE_RE.match(sentence) or _DECISION_FILLER_RE.match(sentence):
         return False
-    plain = [w for w in re.findall(r"[A-Za-z][\w'-]*", sentence) if w.isalpha()]
+    plain = [w for w in _WORD_RE.findall(sentence) if w.isalpha()]
     return len(plain) >= 6
 
 
@@ -186,7 +190,7 @@ class _Extractor:
     def _aider_console(self, text: str) -> None:
         for line in text.splitlines():
             line = line.strip()
-            m = re.match(r"Applied edit to (\S+)", line)
+            m = _APPLIED_EDIT_RE.match(line)
             if m:
                 path = m.group(1)
                 self.facts.actions.append(_Action("EDITED", f"`{path}`", "aider", "edit applied",
@@ -194,7 +198,7 @@ class _Extractor:
                 self.facts.files[path] += 3
                 self._changed(path)
                 continue
-            m = re.match(r"Commit ([0-9a-f]{7,40}) (.+)", line)
+            m = _AIDER_COMMIT_RE.match(line)
             if m:
                 self.facts.actions.append(_Action("COMMITTED", m.group(1), "aider",
                                                   one_line(m.group(2), _MAX_OUTCOME), True,
@@ -233,7 +237,7 @@ class _Extractor:
         """SWE-agent style: the command is the assistant's closing fenced block and the next
         ``user`` message is the environment's observation (not a user request)."""
         tail = text[-2000:]
-        m = re.search(r"```[a-zA-Z]*\n((?:(?!```).)*?)\n?```\s*$", tail, re.DOTALL)
+        m = _CLOSING_FENCE_RE.search(tail)
         if not m:
             return False
         command = m.group(1).strip()
@@ -335,18 +339,23 @@ class _Extractor:
             f.figures[u] += 1
 
 
-_Scan = tuple[list[str], list[str], list[str], list[str], list[str], list[str], list[str]]
+_Scan = tuple[tuple[str, ...], ...]
+_NOTHING: _Scan = ((),) * 7
 
 
 def _scan(text: str) -> _Scan:
     """What :meth:`_Extractor._index` counts in ``text`` (paths, URLs, error classes, snake
-    and camel identifiers, hex ids, figures), filtered but not yet weighted."""
-    return (
-        [p for p in _PATH_RE.findall(text) if len(p) <= 160 and not p.startswith(("http", "//"))],
-        [u.rstrip(".,;:") for u in _URL_RE.findall(text)] if "http" in text else [],
-        _ERRCLASS_RE.findall(text),
-        [s for s in _SNAKE_RE.findall(text) if 5 <= len(s) <= 60] if "_" in text else [],
-        [c for c in _CAMEL_RE.findall(text) if len(c) <= 60],
-        _HEX_RE.findall(text),
-        _UNIT_RE.findall(text),
+    and camel identifiers, hex ids, figures), filtered but not yet weighted.  Tuples, and one
+    shared value for a text with nothing in it: the extractor keeps a scan per distinct text,
+    and on a 100,000-message middle lists would keep the garbage collector busy (issue 15)."""
+    found = (
+        tuple(p for p in _PATH_RE.findall(text)
+              if len(p) <= 160 and not p.startswith(("http", "//"))),
+        tuple(u.rstrip(".,;:") for u in _URL_RE.findall(text)) if "http" in text else (),
+        tuple(_ERRCLASS_RE.findall(text)),
+        tuple(s for s in _SNAKE_RE.findall(text) if 5 <= len(s) <= 60) if "_" in text else (),
+        tuple(c for c in _CAMEL_RE.findall(text) if len(c) <= 60),
+        tuple(_HEX_RE.findall(text)),
+        tuple(_UNIT_RE.findall(text)),
     )
+    return found if any(found) else _NOTHING

@@ -47,7 +47,7 @@ from hermes_host.messages import (
     text_of,
 )
 from hermes_host.models import CompressRequest, CompressResult, Message, SummaryOutcome
-from hermes_host.redact import redact, redact_messages, redaction_memo
+from hermes_host.redact import redact, redacted_for_reading, redaction_memo
 from hermes_host.tokens import count_text
 
 from hermes_compressor.boundaries import (
@@ -75,15 +75,7 @@ from hermes_compressor.carried import _previous_latest, _snapshot_source
 from hermes_compressor.micro import MicroBreaker, micro_summarize
 from hermes_compressor.options import EngineOptions
 from hermes_compressor.prompt import build_prompt
-from hermes_compressor.prune import (
-    PruneStats,
-    call_index,
-    dedup_results,
-    pressure_pass,
-    prune_results,
-    remove_blank_echoes,
-    truncate_call_args,
-)
+from hermes_compressor.prune import prune_step, remove_blank_echoes
 from hermes_compressor.summarizers import Summarizers, _calls_llm, _Counted
 from hermes_compressor.summary import (
     SKILL_MARKER_RE,
@@ -180,33 +172,10 @@ def _compress_window(
         return unchanged("noop", "too few messages to compress (head + 3 tail + 1 middle)")
 
     # Step 1: prune (no LLM).  Indices do not move.
-    stats = PruneStats()
-    call_info = call_index(work)  # dedup replaces tool results only: the calls stay the same
-    work = dedup_results(
-        work, count, start=head_end, min_chars=options.dedup_min_chars, stats=stats,
-        calls=call_info,
-    )
-    work = prune_results(
-        work, count, start=head_end, end=cut, min_chars=options.prune_min_chars, stats=stats,
-        calls=call_info,
-    )
-    work, clipped = truncate_call_args(
-        work,
-        start=head_end,
-        end=cut,
-        max_chars=options.max_tool_arg_chars,
-        keep_chars=options.tool_arg_keep_chars,
-    )
-    work = pressure_pass(
-        work,
-        count,
-        tail_start=cut,
-        budget=budget,
-        excerpt_chars=options.pressure_excerpt_chars,
-        stats=stats,
-    )
-    if stats.pruned or clipped:
-        notes.append(f"pruned {stats.pruned} tool output(s), clipped {clipped} call argument(s)")
+    work, pruned = prune_step(work, count, head_end=head_end, cut=cut, budget=budget,
+                              options=options)
+    if pruned:
+        notes.append(pruned)
     head, middle, tail = work[:head_end], work[head_end:cut], work[cut:]
 
     max_summary = summary_ceiling(
@@ -230,7 +199,8 @@ def _compress_window(
         min(max_summary, carried + int(middle_tokens * options.summary_ratio)),
     )
     unattended = not any(is_actionable_user(m) for m in work)
-    clean_middle = redact_messages(strip_reasoning(middle))
+    # read-only from here on (a message without secrets is the window's own object)
+    clean_middle = redacted_for_reading(strip_reasoning(middle))
     prompt = build_prompt(
         clean_middle,
         previous_summary=previous,

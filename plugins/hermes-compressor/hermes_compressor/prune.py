@@ -15,6 +15,8 @@ Four deterministic passes, each returning a new list (the input is never mutated
 * :func:`pressure_pass` — when the protected tail exceeds 1.5 × its budget, large *finished*
   outputs inside it (the model already answered after them) are demoted to a one-liner plus
   a short recent excerpt, oldest first, until the tail fits.
+
+:func:`prune_step` runs the last four in order, as the compression pass does.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from hermes_host.models import Message
 
 from hermes_compressor.boundaries import SOFT_CEILING
 from hermes_compressor.describe import describe_result
+from hermes_compressor.options import EngineOptions
 
 __all__ = [
     "CallInfo",
@@ -37,6 +40,7 @@ __all__ = [
     "dedup_results",
     "pressure_pass",
     "prune_results",
+    "prune_step",
     "remove_blank_echoes",
     "truncate_call_args",
 ]
@@ -45,7 +49,7 @@ PRUNED_MARK = "[pruned tool output] "
 DUPLICATE_NOTE = " (identical output repeated later; the newest copy is kept)"
 
 
-@dataclass
+@dataclass(slots=True)  # one per tool call of the window: no __dict__ each
 class CallInfo:
     name: str
     arguments: Any
@@ -291,3 +295,31 @@ def pressure_pass(
         stats.tokens_saved += saved
         out[i] = new
     return out
+
+
+def prune_step(
+    messages: Sequence[Message],
+    count: Callable[[Message], int],
+    *,
+    head_end: int,
+    cut: int,
+    budget: int,
+    options: EngineOptions,
+) -> tuple[list[Message], str | None]:
+    """Step 1 as the compression pass runs it: dedup, prune and clip outside the tail
+    ``[cut:]``, then relieve an over-full tail.  Indices do not move.  Returns the new list
+    and a note for the result (``None`` when nothing changed)."""
+    stats = PruneStats()
+    calls = call_index(messages)  # dedup replaces tool results only: the calls stay the same
+    out = dedup_results(messages, count, start=head_end, min_chars=options.dedup_min_chars,
+                        stats=stats, calls=calls)
+    out = prune_results(out, count, start=head_end, end=cut, min_chars=options.prune_min_chars,
+                        stats=stats, calls=calls)
+    out, clipped = truncate_call_args(out, start=head_end, end=cut,
+                                      max_chars=options.max_tool_arg_chars,
+                                      keep_chars=options.tool_arg_keep_chars)
+    out = pressure_pass(out, count, tail_start=cut, budget=budget,
+                        excerpt_chars=options.pressure_excerpt_chars, stats=stats)
+    if not (stats.pruned or clipped):
+        return out, None
+    return out, f"pruned {stats.pruned} tool output(s), clipped {clipped} call argument(s)"
