@@ -13,8 +13,8 @@ Rows:
 * the same pair for ``select_context`` on a 200-message real window (snapshot and
   invariant checks grow with the window);
 * fenced − bare ``select_context`` at 20 and 2,000 messages (the real transcript repeated
-  to reach 2,000), for an engine that builds ``SelectResult(messages=...)`` (pydantic copies
-  each message) and for one that hands back the shared objects (``model_construct``);
+  to reach 2,000), for an engine that builds ``SelectResult(messages=...)`` (which keeps the
+  shared read-only messages) and for one that skips validation (``model_construct``);
 * process isolation vs thread isolation, both calls, side by side (issue 13);
 * hostile engines (hang, late, raise, a 100 MB answer, a GIL-holding regex, ``os._exit``) in
   each mode: how long past its timeout the caller is kept.
@@ -294,11 +294,11 @@ def _window_rows(pm: pluggy.PluginManager, runner: HookRunner, targets: Targets)
             more = (added if key == "" else shared)[n]
             print(f"| {label} | {sizes[n]} messages | {b:.1f} | {f:.1f} | {more:.1f} |")
     print(f"\n- Added at {sizes[2000]} messages / added at {sizes[20]}: **{ratio:.2f}×** "
-          f"(target {check.spec}: {'met' if check.met else MISSED}).  pydantic copies every "
-          "message dict an engine passes to `SelectResult(...)`, so the fence must compare "
-          "each copy with the request's message (C-level, ~0.1 µs a message); an engine that "
-          "hands back the shared objects themselves is compared by identity: "
-          f"{shared[2000] / shared[20]:.2f}× (not a target row).")
+          f"(target {check.spec}: {'met' if check.met else MISSED}).  `SelectResult(...)` "
+          "keeps the read-only messages the fence shared (models.Messages), so the result "
+          "is compared with the request's window by identity, as for an engine that skips "
+          f"validation with `model_construct`: {shared[2000] / shared[20]:.2f}× "
+          "(not a target row).")
 
 
 def _process_rows(

@@ -17,12 +17,39 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    model_validator,
+)
 
 Message = dict[str, Any]
 """One OpenAI-format chat message."""
+
+_SHARED_MESSAGE_TYPES: set[type] = set()
+"""Types of read-only, already validated messages (the fence's ``FrozenDict`` registers
+itself): a message list keeps such messages as the very objects instead of copying them."""
+
+
+def _keep_shared(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """Validate a message list, keeping the read-only messages the fence shares as they are:
+    an engine that answers ``SelectResult(messages=request.messages)`` hands back the same
+    objects, so the fence checks its result by identity, in O(change) (issue 15)."""
+    if type(value) is not list or not _SHARED_MESSAGE_TYPES:
+        return handler(value)
+    if set(map(type, value)) <= _SHARED_MESSAGE_TYPES:
+        return list(value)
+    out = handler(value)  # every other message validated (and copied) as usual
+    return [a if type(a) in _SHARED_MESSAGE_TYPES else b for a, b in zip(value, out, strict=True)]
+
+
+Messages = Annotated[list[Message], WrapValidator(_keep_shared)]
+"""The type of every ``messages`` field of a request or result."""
 
 __all__ = [
     "CompressDecision",
@@ -177,7 +204,7 @@ class HistoryReader(Protocol):
 
 class _SessionRequest(_Model):
     session_id: str
-    messages: list[Message] = Field(
+    messages: Messages = Field(
         description="The current window, system prompt first when there is one. A private copy."
     )
 
@@ -248,7 +275,7 @@ class CompressRequest(_SessionRequest):
 class CompressResult(_Model):
     """Result of ``compress``: the proposed new window plus what happened."""
 
-    messages: list[Message]
+    messages: Messages
     outcome: SummaryOutcome = "summarised"
     llm_calls: int = 0
     cooldown_seconds: float | None = Field(
@@ -277,7 +304,7 @@ class SelectResult(_Model):
     """Result of ``select_context``: the messages this turn sends (replaces, never shrinks
     what the store holds).  Anything the engine adds is turn-scoped and never persisted."""
 
-    messages: list[Message]
+    messages: Messages
     decision: dict[str, Any] = Field(
         default_factory=dict,
         description="What was chosen and why (shown by /status, the trace and replay --json).",
@@ -300,7 +327,7 @@ class PruneRequest(_SessionRequest):
 class PruneResult(_Model):
     """Result of ``prune_tool_results_only``."""
 
-    messages: list[Message]
+    messages: Messages
     pruned: int = Field(ge=0, description="How many tool outputs were replaced.")
     tokens_saved: int = 0
 
@@ -314,7 +341,7 @@ class SessionEvent(_Model):
         None, description="'compression', 'new', 'resume', 'idle', 'daily', 'branch' ..."
     )
     user_id: str | None = None
-    messages: list[Message] = Field(default_factory=list)
+    messages: Messages = Field(default_factory=list)
     cwd: str | None = None
 
 

@@ -226,3 +226,43 @@ def test_issue15_a_request_list_changed_in_place_is_seen_as_changed() -> None:
     assert second is not first
     assert second.ref == messages
     assert second.violations == check_invariants(messages) != []
+
+
+# --- results keep the shared messages: checked by identity, O(change) (issue 15) ----------
+
+
+def test_issue15_a_result_keeps_shared_messages_and_copies_only_the_others() -> None:
+    from hermes_host.fence.frozen import FrozenDict, freeze
+
+    shared = [freeze({"role": "system", "content": "s"}), freeze({"role": "user", "content": "q"})]
+    kept = SelectResult(messages=shared)
+    assert all(a is b for a, b in zip(kept.messages, shared, strict=True))
+    assert kept.messages is not shared  # the list is the result's own
+    plain = {"role": "assistant", "content": "a"}
+    mixed = SelectResult(messages=[*shared, plain])
+    assert mixed.messages[0] is shared[0] and mixed.messages[1] is shared[1]
+    assert mixed.messages[2] == plain and mixed.messages[2] is not plain
+    assert type(mixed.messages[2]) is dict and type(mixed.messages[0]) is FrozenDict
+    with pytest.raises(ValueError, match=r"messages\.2"):  # the others are still validated
+        SelectResult(messages=[*shared, {"role": "assistant", 3: "bad key"}])
+
+
+def test_issue15_a_read_only_engine_hands_back_the_very_objects_and_they_are_adopted() -> None:
+    seen: dict[str, Any] = {}
+
+    class Echo:
+        read_only_messages = True
+
+        @hookimpl
+        def select_context(self, request: SelectRequest) -> SelectResult:
+            result = SelectResult(messages=request.messages)
+            seen["same"] = all(
+                a is b for a, b in zip(result.messages, request.messages, strict=True)
+            )
+            return result
+
+    request = select_request()
+    fenced = HookRunner(make_pm(echo=Echo())).call("echo", "select_context", request)
+    assert fenced.provenance is Provenance.OK and seen["same"]
+    assert fenced.value is not None
+    assert fenced.value.messages == request.messages

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from hermes_host.messages import IMMUTABLE_TYPES, Violation, check_invariants, is_summary
+from hermes_host.models import _SHARED_MESSAGE_TYPES
 
 __all__ = ["FrozenDict", "FrozenList", "Splice", "Unfreezable", "Window", "freeze", "thaw",
            "window_of"]
@@ -90,6 +91,9 @@ class FrozenList(list[Any]):
 
     def __reduce__(self) -> Any:
         return (list, (thaw(self),))
+
+
+_SHARED_MESSAGE_TYPES.add(FrozenDict)  # a result keeps them: compared by identity
 
 
 def _frozen_dict(items: dict[str, Any]) -> FrozenDict:
