@@ -43,6 +43,31 @@ def _scan_window(text: str) -> str:
     return text[:_SCAN_HEAD] + "\n" + text[-_SCAN_TAIL:]
 
 
+_OMITTED_RE = re.compile(r"\n\[… (\d[\d,]*) more lines \((\d[\d,]*) chars\) of this output not shown …\]\n")
+
+
+def bounded_output(text: str) -> str:
+    """A tool output as the offline summariser needs it: whole when short, else its two ends
+    (what :func:`_scan_window` reads) around one line saying how much is left out, so the
+    sizes an action reports stay true (:func:`output_size`)."""
+    if len(text) <= _SCAN_HEAD + _SCAN_TAIL + 200:
+        return text
+    head, tail = text[:_SCAN_HEAD], text[-_SCAN_TAIL:]
+    middle = text[_SCAN_HEAD:-_SCAN_TAIL]
+    return (f"{head}\n[… {middle.count(chr(10)):,} more lines ({len(middle):,} chars) of this "
+            f"output not shown …]\n{tail}")
+
+
+def output_size(text: str) -> tuple[int, int]:
+    """(lines, characters) of a tool output, counting what :func:`bounded_output` left out."""
+    lines = text.count("\n") + 1
+    chars = len(text)
+    for m in _OMITTED_RE.finditer(text):
+        lines += int(m.group(1).replace(",", "")) - 2
+        chars += int(m.group(2).replace(",", "")) - len(m.group(0))
+    return lines, chars
+
+
 
 def _parse_args(raw: Any) -> dict[str, Any] | str:
     if isinstance(raw, dict):
@@ -157,7 +182,7 @@ def _describe_result(verb: str, result: str | None) -> tuple[str, bool, str | No
         return "no result recorded", False, None
     text = _ANSI_RE.sub("", result) if "\x1b" in result else result
     stripped = text.strip()
-    n_lines = stripped.count("\n") + 1 if stripped else 0
+    n_lines, n_chars = output_size(stripped) if stripped else (0, 0)
     code = _exit_code(text)
     if n_lines == 1 and _PRUNED_LINE_RE.match(stripped):
         # sizes and exit codes of the original, not of its one-line stand-in
@@ -180,10 +205,13 @@ def _describe_result(verb: str, result: str | None) -> tuple[str, bool, str | No
     elif code is None and error and n_lines > 60 and verb == "RAN":
         parts.append(f"output mentions: {error}")
     if verb in ("READ", "OPENED", "FETCHED"):
-        parts.append(f"{_plural(n_lines, 'line')} ({len(text):,} chars)")
+        parts.append(f"{_plural(n_lines, 'line')} ({n_chars:,} chars)")
     elif not stripped:
         parts.append("no output")
-    elif n_lines == 1 and len(stripped) <= 80 and not error:
+    elif verb in _CHANGE_VERBS and ok:
+        # "The file … has been updated successfully." says only that it worked
+        parts.append("applied")
+    elif n_lines == 1 and len(stripped) <= _MAX_OUTCOME - 20 and not error:
         parts.append(f"output `{stripped}`")
     elif n_lines == 1:
         parts.append(f"1-line output ({len(stripped):,} chars)")
@@ -193,6 +221,7 @@ def _describe_result(verb: str, result: str | None) -> tuple[str, bool, str | No
 
 
 
+_CHANGE_VERBS = frozenset({"EDITED", "WROTE", "CREATED"})
 _PRUNED_LINE_RE = re.compile(r"^\[[\w .:-]{1,40}\] \S.{8,400}$")
 """A one-line stand-in the prune step left for an old tool output (``[read_file] read a.py
 from line 1 (3,400 chars)``): it already describes the original, so it is the outcome."""

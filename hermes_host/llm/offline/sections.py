@@ -371,8 +371,8 @@ def _project_root(files: Counter[str], previous: str | None = None) -> str | Non
     ``previous`` (an earlier round's root), else the deepest one not inside a source folder
     (``lib``, ``src``, ``tests`` …)."""
     absolute = [p for p in files if p.startswith("/")]
-    if len(absolute) < 3:
-        return None
+    if len(absolute) < 3:  # too few to tell: an earlier round's root still holds
+        return previous
     counts: Counter[str] = Counter()
     for path in absolute:
         parts = path.split("/")[1:-1]
@@ -380,7 +380,7 @@ def _project_root(files: Counter[str], previous: str | None = None) -> str | Non
             counts["/" + "/".join(parts[:depth])] += 1
     best = [d for d, n in counts.items() if n * 2 >= len(absolute)]
     if not best:
-        return None
+        return previous
     # the session's own relative spellings (``lib/x/y.ex``) say where its project root is:
     # shortening below a deeper directory would leave fragments (``y.ex``) that name
     # nothing the agent writes, and a path the summary cannot be matched against

@@ -74,6 +74,7 @@ from hermes_compressor.budget import (
 from hermes_compressor.carried import _previous_latest, _snapshot_source
 from hermes_compressor.micro import MicroBreaker, micro_summarize
 from hermes_compressor.options import EngineOptions
+from hermes_compressor.originals import with_originals
 from hermes_compressor.prompt import build_prompt
 from hermes_compressor.prune import (
     PruneStats,
@@ -180,6 +181,7 @@ def _compress_window(
         return unchanged("noop", "too few messages to compress (head + 3 tail + 1 middle)")
 
     # Step 1: prune (no LLM).  Indices do not move.
+    unpruned = work
     stats = PruneStats()
     call_info = call_index(work)  # dedup replaces tool results only: the calls stay the same
     work = dedup_results(
@@ -262,7 +264,9 @@ def _compress_window(
             },
         )
 
-    job = make_job(prompt, clean_middle, previous, summary_budget)
+    # the offline summariser reads the newest pruned outputs whole (bounded): no tokens spent
+    job = make_job(prompt, redact_messages(strip_reasoning(
+        with_originals(middle, unpruned[head_end:cut]))), previous, summary_budget)
     # what the summary may be grounded in: the requests, the previous summary, memory text,
     # and every [SKILL_PRUNED] marker of the middle (all already redacted)
     source_text = "\n\n".join(
