@@ -236,11 +236,37 @@ class _Composer:
             self.add("Resolved Questions", f"- {one_line(q, 420)}", 45, n)
 
     def files(self) -> None:
-        carried = [re.sub(r"^`([^`]+)`.*$", r"\1", f)
-                   for f in _bullets(self.previous.get("Relevant Files", ""))]
+        """Files by use, each with what the session learnt of it — the names its edits added,
+        the names it defines — merged with what earlier rounds said (MERGE, not re-list: a
+        file's note survives the re-summaries that drop the actions it came from)."""
+        carried: list[str] = []
+        carried_notes: dict[str, _FileNote] = {}
+        for line in _bullets(self.previous.get("Relevant Files", "")):
+            m = _FILE_LINE_RE.match(line)
+            if not m:
+                continue
+            carried.append(m.group(1))
+            carried_notes[m.group(1)] = _FileNote.parse(m.group(3) or "", bool(m.group(2)))
         root = _project_root(self.facts.files, self.previous_root)
-        for n, (path, note) in enumerate(_rank_files(self.facts, carried, root)[:60]):
-            self.add("Relevant Files", f"- `{path}`{note}", 35 - min(n, 30) // 3, n)
+        prefix = root + "/" if root else None
+
+        def norm(path: str) -> str:
+            return path[len(prefix):] if prefix and path.startswith(prefix) else path
+
+        notes: dict[str, _FileNote] = {norm(p): n for p, n in carried_notes.items()}
+        for action in reversed(self.facts.actions):  # newest first
+            m = re.match(r"`([^`]+)`$", action.target)
+            if not m or action.verb not in _NOTED_VERBS:
+                continue
+            note = notes.setdefault(norm(m.group(1)), _FileNote())
+            note.add(action.outcome, changed=action.verb != "READ" and action.ok)
+        for n, (path, flag) in enumerate(_rank_files(self.facts, carried, root)[:60]):
+            note = notes.get(path)
+            if note is not None and note.changed and not flag:
+                flag = " (changed)"
+            said = note.render() if note is not None else ""
+            self.add("Relevant Files", f"- `{path}`{flag}{' — ' + said if said else ''}",
+                     35 - min(n, 30) // 3, n)
 
     def critical_context(self) -> None:
         facts, job = self.facts, self.job
@@ -398,6 +424,52 @@ def _project_root(files: Counter[str], previous: str | None = None) -> str | Non
     # that is not itself inside a source folder, the deepest such
     return max(best, key=lambda d: (spelled(d), d == previous, not inside_sources(d),
                                     d.count("/"), d))
+
+
+_FILE_LINE_RE = re.compile(r"^`([^`]+)`( \(changed\))?(?: — (.*))?$")
+_NOTED_VERBS = frozenset({"EDITED", "WROTE", "CREATED", "READ"})
+_NOTE_PARTS = (("adds ", "adds"), ("defines ", "defines"))
+_NOTE_NAMES = 6
+
+
+class _FileNote:
+    """What a file's *Relevant Files* line says of it: the names its edits added and the
+    names it defines (newest first, a few each)."""
+
+    def __init__(self) -> None:
+        self.adds: list[str] = []
+        self.defines: list[str] = []
+        self.changed = False
+
+    @classmethod
+    def parse(cls, text: str, changed: bool) -> _FileNote:
+        note = cls()
+        note.changed = changed
+        for part in text.split("; "):
+            for head, kind in _NOTE_PARTS:
+                if part.startswith(head):
+                    getattr(note, kind).extend(re.findall(r"`([^`]+)`", part))
+        return note
+
+    def add(self, outcome: str, *, changed: bool) -> None:
+        """Fold in one action's outcome (met newest first: what it adds goes behind what a
+        newer action added)."""
+        self.changed = self.changed or changed
+        for part in outcome.split("; "):
+            for head, kind in _NOTE_PARTS:
+                if part.startswith(head):
+                    names = getattr(self, kind)
+                    names.extend(n for n in re.findall(r"`([^`]+)`", part) if n not in names)
+
+    def render(self) -> str:
+        parts = []
+        adds = list(dict.fromkeys(self.adds))[:_NOTE_NAMES]
+        defines = [n for n in dict.fromkeys(self.defines) if n not in adds][:_NOTE_NAMES]
+        if adds:
+            parts.append("adds " + ", ".join(f"`{n}`" for n in adds))
+        if defines:
+            parts.append("defines " + ", ".join(f"`{n}`" for n in defines))
+        return "; ".join(parts)
 
 
 def _rank_files(facts: _Facts, previous: list[str], root: str | None) -> list[tuple[str, str]]:

@@ -226,7 +226,7 @@ def _compress_window(
         saturated = max(saturated, (max_summary - carried) / options.summary_ratio)
     else:
         saturated = math.inf
-    middle_tokens = _tokens_up_to(middle, count, saturated)
+    middle_tokens = _tokens_up_to(unpruned[head_end:cut], count, saturated)  # EXPERIMENT
     summary_budget = max(
         min(options.min_summary_tokens, max_summary),
         min(max_summary, carried + int(middle_tokens * options.summary_ratio)),
