@@ -234,7 +234,9 @@ def _plural(n: int, word: str) -> str:
 _NAME_RE = re.compile(r"\b(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+"
                       r"|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+)\b")
 _DEFINES_RE = re.compile(
-    r"(?m)^\s*(?:export\s+|pub\s+|async\s+|static\s+)*(?:def|defp|defmodule|defmacro|class|"
+    # an optional line-number gutter first: ``cat -n`` (``  12\t``), a read tool's (``12→``)
+    r"(?m)^\s*(?:\d+(?:→|\t|: |\| )\s*)?(?:export\s+|pub\s+|async\s+|static\s+)*"
+    r"(?:def|defp|defmodule|defmacro|class|"
     r"function|fn|func|interface|struct|trait|enum|type|module|impl)\s+([A-Za-z_][\w.]*)"
 )
 _NEW_TEXT_KEYS = ("new_string", "new_str", "content", "file_text", "new_content", "text",

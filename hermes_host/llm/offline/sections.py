@@ -133,9 +133,14 @@ class _Composer:
                 goal += f"\nInferred objective: {objective}"
         elif facts.user_requests:
             latest = facts.user_requests[-1]
-            if latest.strip() == self.fixed["Historical Task Snapshot"].strip():
+            # the carried snapshot is written with its headings escaped (``\\###``)
+            snapshot = re.sub(r"(?m)^\\(?=#)", "", self.fixed["Historical Task Snapshot"])
+            snapshot = snapshot.split("\n[… ", 1)[0].strip()  # a truncated one's own text
+            if latest.strip() == snapshot or (
+                len(snapshot) >= 200 and latest.strip().startswith(snapshot)
+            ):
                 # the snapshot already quotes it in full: state the objective briefly
-                goal = one_line((_sentences(latest) or [latest])[0], 300)
+                goal = _objective(latest)
             else:
                 goal = "Latest user request: " + _truncate_verbatim(latest, 600)
         else:
@@ -264,7 +269,8 @@ class _Composer:
             note = notes.get(path)
             if note is not None and note.changed and not flag:
                 flag = " (changed)"
-            said = note.render() if note is not None else ""
+            # the most used files say what is known of them; the rest are listed
+            said = note.render() if note is not None and n < _NOTED_FILES else ""
             self.add("Relevant Files", f"- `{path}`{flag}{' — ' + said if said else ''}",
                      35 - min(n, 30) // 3, n)
 
@@ -337,6 +343,16 @@ class _FocusMatcher:
 
     def __call__(self, text: str) -> bool:
         return bool(self._re and self._re.search(text))
+
+
+def _objective(request: str) -> str:
+    """The first sentence of ``request`` that says something (a bare ``<pr_description>``
+    tag line does not), tags dropped, on one line."""
+    for sentence in _sentences(request):
+        plain = re.sub(r"</?[\w-]+>", "", sentence).strip()
+        if len(plain) >= 12:
+            return one_line(plain, 300)
+    return one_line(request, 300)
 
 
 def _truncate_verbatim(text: str, limit: int) -> str:
@@ -429,7 +445,8 @@ def _project_root(files: Counter[str], previous: str | None = None) -> str | Non
 _FILE_LINE_RE = re.compile(r"^`([^`]+)`( \(changed\))?(?: — (.*))?$")
 _NOTED_VERBS = frozenset({"EDITED", "WROTE", "CREATED", "READ"})
 _NOTE_PARTS = (("adds ", "adds"), ("defines ", "defines"))
-_NOTE_NAMES = 6
+_NOTE_NAMES = 4
+_NOTED_FILES = 6
 
 
 class _FileNote:
@@ -463,13 +480,21 @@ class _FileNote:
 
     def render(self) -> str:
         parts = []
-        adds = list(dict.fromkeys(self.adds))[:_NOTE_NAMES]
-        defines = [n for n in dict.fromkeys(self.defines) if n not in adds][:_NOTE_NAMES]
+        adds = _distinct(self.adds)[:_NOTE_NAMES]
+        defines = [n for n in _distinct(self.defines) if n not in adds][:_NOTE_NAMES]
         if adds:
             parts.append("adds " + ", ".join(f"`{n}`" for n in adds))
         if defines:
             parts.append("defines " + ", ".join(f"`{n}`" for n in defines))
         return "; ".join(parts)
+
+
+def _distinct(names: list[str]) -> list[str]:
+    """``names`` once each, without the parts of a dotted name also listed (``Web`` and
+    ``ReviewTest`` beside ``Web.ReviewTest``)."""
+    unique = list(dict.fromkeys(names))
+    parts = {p for n in unique if "." in n for p in n.split(".")}
+    return [n for n in unique if "." in n or n not in parts]
 
 
 def _rank_files(facts: _Facts, previous: list[str], root: str | None) -> list[tuple[str, str]]:

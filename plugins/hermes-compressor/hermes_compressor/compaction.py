@@ -226,10 +226,16 @@ def _compress_window(
         saturated = max(saturated, (max_summary - carried) / options.summary_ratio)
     else:
         saturated = math.inf
-    middle_tokens = _tokens_up_to(unpruned[head_end:cut], count, saturated)  # EXPERIMENT
+    middle_tokens = _tokens_up_to(middle, count, saturated)
+    # the summary's share is of what the middle says, not of step 1's one-liners: an
+    # extractive summariser reads the originals (originals.py), and a budget of the pruned
+    # size starved every summary of a tool-heavy session (issue 14); an LLM is shown the
+    # one-liners, so its target stays their share
+    source = middle if _calls_llm(summarizers) else unpruned[head_end:cut]
+    source_tokens = _tokens_up_to(source, count, saturated)
     summary_budget = max(
         min(options.min_summary_tokens, max_summary),
-        min(max_summary, carried + int(middle_tokens * options.summary_ratio)),
+        min(max_summary, carried + int(source_tokens * options.summary_ratio)),
     )
     unattended = not any(is_actionable_user(m) for m in work)
     clean_middle = redact_messages(strip_reasoning(middle))
