@@ -79,3 +79,19 @@ def test_the_goal_does_not_quote_the_snapshot_again() -> None:
     goal = sections["Goal"]
     assert goal == "Consider the following PR description:"
     assert s2.count("Run pylint on the source tree") == 6  # the snapshot's copy only
+
+
+def test_a_long_output_keeps_its_ends_its_outline_and_its_true_size() -> None:
+    from hermes_host.llm.offline.actions import bounded_output, output_size
+
+    lines = [f"    {n}→  def handler_{n}(event) do" if n % 100 == 0 else f"    {n}→  x = {n}"
+             for n in range(1, 3001)]
+    original = "\n".join(lines)
+    bounded = bounded_output(original)
+    assert len(bounded) < len(original) // 4
+    assert bounded.startswith(original[:2000]) and bounded.endswith(original[-2000:])
+    assert "def handler_1500(event)" in bounded  # from the left-out middle
+    assert output_size(bounded) == (original.count("\n") + 1, len(original))
+    plain = "\n".join(f"row {n}" for n in range(4000))
+    assert output_size(bounded_output(plain)) == (4000, len(plain))
+    assert bounded_output("short") == "short"

@@ -43,19 +43,44 @@ def _scan_window(text: str) -> str:
     return text[:_SCAN_HEAD] + "\n" + text[-_SCAN_TAIL:]
 
 
-_OMITTED_RE = re.compile(r"\n\[… (\d[\d,]*) more lines \((\d[\d,]*) chars\) of this output not shown …\]\n")
+_OMITTED_RE = re.compile(
+    r"\n\[… (\d[\d,]*) more lines \((\d[\d,]*) chars\) of this output not shown"
+    r"(?: …\]|; the definitions among them:\n.*?\n…\])\n",
+    re.DOTALL,
+)
+_OUTLINE_LINES = 40
+_OUTLINE_SCAN = 120_000
 
 
 def bounded_output(text: str) -> str:
     """A tool output as the offline summariser needs it: whole when short, else its two ends
-    (what :func:`_scan_window` reads) around one line saying how much is left out, so the
-    sizes an action reports stay true (:func:`output_size`)."""
+    (what :func:`_scan_window` reads) around one block saying how much is left out — with
+    the definition lines among what is left out (a long file's outline: what an agent comes
+    back to it for) — so the sizes an action reports stay true (:func:`output_size`)."""
     if len(text) <= _SCAN_HEAD + _SCAN_TAIL + 200:
         return text
     head, tail = text[:_SCAN_HEAD], text[-_SCAN_TAIL:]
     middle = text[_SCAN_HEAD:-_SCAN_TAIL]
-    return (f"{head}\n[… {middle.count(chr(10)):,} more lines ({len(middle):,} chars) of this "
-            f"output not shown …]\n{tail}")
+    said = f"\n[… {middle.count(chr(10)):,} more lines ({len(middle):,} chars) of this output not shown"
+    outline = _outline(middle[:_OUTLINE_SCAN])
+    if outline:
+        block = f"{said}; the definitions among them:\n" + "\n".join(outline) + "\n…]\n"
+    else:
+        block = f"{said} …]\n"
+    return head + block + tail
+
+
+def _outline(text: str) -> list[str]:
+    lines: list[str] = []
+    for m in _DEFINES_RE.finditer(text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        stop = text.find("\n", m.end())
+        line = one_line(text[start:stop if stop >= 0 else len(text)], 160)
+        if line and line not in ("…]", "…") and (not lines or lines[-1] != line):
+            lines.append(line)
+        if len(lines) >= _OUTLINE_LINES:
+            break
+    return lines
 
 
 def output_size(text: str) -> tuple[int, int]:
@@ -63,10 +88,10 @@ def output_size(text: str) -> tuple[int, int]:
     lines = text.count("\n") + 1
     chars = len(text)
     for m in _OMITTED_RE.finditer(text):
-        lines += int(m.group(1).replace(",", "")) - 2
-        chars += int(m.group(2).replace(",", "")) - len(m.group(0))
+        block = m.group(0)
+        lines += int(m.group(1).replace(",", "")) - block.count("\n")
+        chars += int(m.group(2).replace(",", "")) - len(block)
     return lines, chars
-
 
 
 def _parse_args(raw: Any) -> dict[str, Any] | str:
