@@ -260,11 +260,13 @@ class _Composer:
 
         notes: dict[str, _FileNote] = {norm(p): n for p, n in carried_notes.items()}
         for action in reversed(self.facts.actions):  # newest first
-            m = re.match(r"`([^`]+)`$", action.target)
-            if not m or action.verb not in _NOTED_VERBS:
-                continue
-            note = notes.setdefault(norm(m.group(1)), _FileNote())
-            note.add(action.outcome, changed=action.verb != "READ" and action.ok)
+            if action.verb not in _NOTED_VERBS or not (
+                "adds `" in action.outcome or "defines `" in action.outcome
+            ):
+                continue  # (a changed file is flagged from the changed list below)
+            m = _TARGET_PATH_RE.match(action.target)
+            if m:
+                notes.setdefault(norm(m.group(1)), _FileNote()).add(action.outcome)
         for n, (path, flag) in enumerate(_rank_files(self.facts, carried, root)[:60]):
             note = notes.get(path)
             if note is not None and note.changed and not flag:
@@ -442,6 +444,7 @@ def _project_root(files: Counter[str], previous: str | None = None) -> str | Non
                                     d.count("/"), d))
 
 
+_TARGET_PATH_RE = re.compile(r"`([^`]+)`$")
 _FILE_LINE_RE = re.compile(r"^`([^`]+)`( \(changed\))?(?: — (.*))?$")
 _NOTED_VERBS = frozenset({"EDITED", "WROTE", "CREATED", "READ"})
 _NOTE_PARTS = (("adds ", "adds"), ("defines ", "defines"))
@@ -468,10 +471,9 @@ class _FileNote:
                     getattr(note, kind).extend(re.findall(r"`([^`]+)`", part))
         return note
 
-    def add(self, outcome: str, *, changed: bool) -> None:
+    def add(self, outcome: str) -> None:
         """Fold in one action's outcome (met newest first: what it adds goes behind what a
         newer action added)."""
-        self.changed = self.changed or changed
         for part in outcome.split("; "):
             for head, kind in _NOTE_PARTS:
                 if part.startswith(head):

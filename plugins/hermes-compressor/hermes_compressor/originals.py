@@ -8,7 +8,7 @@ ones keep their one-liner."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from hermes_host.llm.offline.actions import bounded_output
 from hermes_host.messages import text_of
@@ -16,22 +16,26 @@ from hermes_host.models import Message
 
 __all__ = ["ORIGINALS_MAX_CHARS", "with_originals"]
 
-ORIGINALS_MAX_CHARS = 240_000
+ORIGINALS_MAX_CHARS = 120_000
 """Characters of original outputs one job carries at most (newest first): the redaction of
 what is added stays bounded however large the middle is."""
 
 
 def with_originals(
+    messages: Sequence[Message],
     pruned: Sequence[Message],
     original: Sequence[Message],
     *,
     max_chars: int = ORIGINALS_MAX_CHARS,
+    clean: Callable[[str], str] = lambda text: text,
 ) -> list[Message]:
-    """``pruned`` with each tool output step 1 replaced given back as its bounded original
-    (newest first, until ``max_chars``); messages are not mutated."""
-    out = list(pruned)
+    """``messages`` (the middle as the summariser reads it, aligned with ``pruned``) with
+    each tool output step 1 replaced (``pruned[i] is not original[i]``) given back as its
+    bounded original passed through ``clean`` (the redactor), newest first until
+    ``max_chars``; the other messages are the very objects of ``messages``, none mutated."""
+    out = list(messages)
     spent = 0
-    for i in range(min(len(pruned), len(original)) - 1, -1, -1):
+    for i in range(min(len(out), len(pruned), len(original)) - 1, -1, -1):
         new, old = pruned[i], original[i]
         if new is old or new.get("role") != "tool" or not isinstance(old.get("content"), str):
             continue
@@ -39,5 +43,5 @@ def with_originals(
         if spent + len(text) > max_chars:
             break
         spent += len(text)
-        out[i] = {**new, "content": text}
+        out[i] = {**out[i], "content": clean(text)}
     return out

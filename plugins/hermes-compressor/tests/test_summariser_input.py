@@ -67,7 +67,7 @@ def test_originals_are_bounded_newest_first() -> None:
     pruned = [dict(m, content="[pruned tool output] [read_file] read x (9 chars)")
               if m.get("role") == "tool" else m for m in original]
     one = len(bounded_output(_module(0)))
-    out = with_originals(pruned, original, max_chars=2 * one + 10)
+    out = with_originals(pruned, pruned, original, max_chars=2 * one + 10)
     given = [i for i, m in enumerate(out) if m.get("role") == "tool"
              and not text_of(m).startswith("[pruned")]
     tool_rows = [i for i, m in enumerate(original) if m.get("role") == "tool"]
