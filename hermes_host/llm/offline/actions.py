@@ -61,7 +61,8 @@ def bounded_output(text: str) -> str:
         return text
     head, tail = text[:_SCAN_HEAD], text[-_SCAN_TAIL:]
     middle = text[_SCAN_HEAD:-_SCAN_TAIL]
-    said = f"\n[… {middle.count(chr(10)):,} more lines ({len(middle):,} chars) of this output not shown"
+    said = (f"\n[… {middle.count(chr(10)):,} more lines ({len(middle):,} chars) of this "
+            "output not shown")
     outline = _outline(middle[:_OUTLINE_SCAN])
     if outline:
         block = f"{said}; the definitions among them:\n" + "\n".join(outline) + "\n…]\n"
