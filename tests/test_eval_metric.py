@@ -33,10 +33,23 @@ from hermes_host.evaluation import (
          {"ae4a77f8-aedd-4bc1-888f-c94edc91af04"}),
         ("plain words only, nothing to remember here", set()),
         ("a_b is too short, deadbeef has no digit, 1234567 has no letter", set()),
+        # JSON escapes are whitespace: no "nApply" from "\\nApply", and "\\tfoo_bar" is foo_bar
+        (r'{"plan": "Steps:\nApply the fix\n\tfoo_bar then\r\nRun"}', {"foo_bar"}),
     ],
 )
 def test_extract_artifacts_finds_each_kind(text, expected):
     assert extract_artifacts(text) == expected
+
+
+def test_a_name_after_an_escape_is_visible_where_it_was_mined():
+    """Mining and the visibility test read escapes alike: a name mined from a tool call's
+    JSON arguments is visible in the same text."""
+    text = message_text({"role": "assistant", "content": "", "tool_calls": [{
+        "id": "c1", "type": "function",
+        "function": {"name": "Edit", "arguments": '{"new_string": "x\\nload_settings(p)"}'}}]})
+    assert "load_settings" in extract_artifacts(text)
+    assert artifact_visible("load_settings", text)
+    assert not artifact_visible("nload_settings", text)
 
 
 def test_a_url_is_not_mined_again_for_paths():

@@ -40,6 +40,15 @@ _ARTIFACT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("snake", re.compile(r"\b_{0,2}[a-z][a-z0-9]*(?:_[a-z0-9]+)+_{0,2}\b")),
 )
 _MIN_LEN = 4
+_ESCAPE = re.compile(r"\\[nrt]")
+
+
+def _unescaped(text: str) -> str:
+    """``text`` with the escape sequences ``\\n``, ``\\r``, ``\\t`` of JSON and quoted
+    strings (a tool call's arguments, a tool's JSON output) read as the whitespace they stand
+    for, length kept: ``"…\\nApply the fix"`` holds no name ``nApply``, and ``"\\nfoo_bar"``
+    holds ``foo_bar``."""
+    return _ESCAPE.sub("  ", text) if "\\" in text else text
 
 
 def _artifact_spans(text: str) -> list[tuple[int, int, str]]:
@@ -47,6 +56,7 @@ def _artifact_spans(text: str) -> list[tuple[int, int, str]]:
     spans: list[tuple[int, int, str]] = []
     if not text:
         return spans
+    text = _unescaped(text)
     claimed = bytearray(len(text))
     for kind, pattern in _ARTIFACT_PATTERNS:
         for match in pattern.finditer(text):
@@ -92,6 +102,7 @@ def _whole_token(artifact: str) -> re.Pattern[str]:
 def artifact_visible(artifact: str, text: str) -> bool:
     """True when ``artifact`` occurs in ``text`` as a whole token (a path may be the tail of a
     longer path: ``repomap.py`` is visible in ``aider/repomap.py``)."""
+    text = _unescaped(text)
     start = text.find(artifact)
     if start < 0:
         return False
@@ -106,6 +117,7 @@ def _visible(candidates: Iterable[str], text: str) -> set[str]:
 
     A whole-token occurrence makes every ``[A-Za-z0-9_]`` run of the artifact a whole run of
     the text, so a candidate with a run the text lacks is skipped without a search."""
+    text = _unescaped(text)
     pieces = set(_WORD_PIECE.findall(text))
     return {
         a for a in candidates
@@ -141,6 +153,7 @@ def _bare_spans(text: str) -> list[tuple[int, int]]:
 def _in_context(candidates: Iterable[str], text: str) -> set[str]:
     """The candidates (already known visible in ``text``) with at least one whole-token
     occurrence outside a bare list (:func:`_bare_spans`)."""
+    text = _unescaped(text)
     bare = _bare_spans(text)
     starts = [s for s, _ in bare]
     found: set[str] = set()

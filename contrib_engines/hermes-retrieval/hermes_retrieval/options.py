@@ -31,10 +31,10 @@ class RetrievalOptions(BaseModel):
     )
     max_hit_chars: int = Field(1200, ge=80, description="Each excerpt is cut to this many chars.")
     recent_messages: int = Field(
-        4, ge=0, description="Messages before the incoming one that feed the query (half weight)."
+        8, ge=0, description="Messages before the incoming one that feed the query (half weight)."
     )
     search_limit: int = Field(12, ge=1, le=200, description="Hits asked per query.")
-    max_identifiers: int = Field(10, ge=0, description="Identifier queries per turn, at most.")
+    max_identifiers: int = Field(14, ge=0, description="Identifier queries per turn, at most.")
     max_keywords: int = Field(6, ge=0, description="Keyword queries per turn, at most.")
     min_relative_score: float = Field(
         0.2, ge=0, le=1, description="Drop hits scoring below this share of the best hit."

@@ -104,10 +104,12 @@ class _Search:
         shown: set[str] = set()  # names the chosen excerpts already bring back
         skipped = 0
         used = 0
-        floor = candidates[0].fused * opts.min_relative_score if candidates else 0.0
+        # relative to the best hit that could be sent: the window's own messages often
+        # match the turn's terms best, and a floor set by them dropped every older hit
+        floor: float | None = None
         pool: list[tuple[float, int, str, _Candidate, set[str]]] = []
         for order, cand in enumerate(candidates):
-            if cand.fused < floor:
+            if floor is not None and cand.fused < floor:
                 break
             hit = cand.hit
             role = hit.get("role")
@@ -125,6 +127,8 @@ class _Search:
             if digest in window_digests:
                 skipped += 1
                 continue
+            if floor is None:
+                floor = cand.fused * opts.min_relative_score
             # redacted whole, then cut: an excerpt's edge must not cut a secret's name off
             snippet = _excerpt(redact(content), cand.terms, opts.max_hit_chars, window_blob)
             novel = _novel_names(snippet, window_blob)

@@ -57,3 +57,27 @@ def test_names_the_window_shows_do_not_steer_the_trim() -> None:
     excerpt = _excerpt(text, [term], 1200, visible=text)
     assert term.lower() in excerpt.lower()
     assert _novel_names(excerpt, text) == set()
+
+
+def test_a_hit_the_window_shows_does_not_set_the_relevance_floor() -> None:
+    """Issue 14: the window's own newest message often matches the turn's terms far better
+    than any older one; the floor (``min_relative_score`` of the best hit) is taken from the
+    best hit that could be sent, so older hits are not all dropped because of it."""
+    from hermes_retrieval.engine import Retrieval
+    from hermes_retrieval.excerpts import _norm
+    from hermes_retrieval.search import _Candidate
+
+    outputs = _long_outputs()
+    in_window, older = outputs[0], outputs[1:4]
+    window_texts = [_norm("the user asks about the parser"), _norm(in_window)]
+    candidates = [
+        _Candidate({"role": "tool", "content": in_window, "message_id": 1}, fused=20.0),
+        *(_Candidate({"role": "tool", "content": t, "message_id": 2 + n, "active": False},
+                     fused=2.0 - n * 0.1) for n, t in enumerate(older)),
+    ]
+    engine = Retrieval({"names_index": False})
+    chosen, skipped, spent = engine._choose(candidates, window_texts, "\n".join(window_texts),
+                                            3000)
+    ids = [meta["message_id"] for _, meta in chosen]
+    assert skipped >= 1 and 1 not in ids
+    assert ids and set(ids) <= {2, 3, 4} and spent > 0

@@ -23,8 +23,10 @@ What goes where (R-7.2):
 * **Key Decisions** — assistant sentences that decide something and say why.
 * **Resolved Questions** — user questions and the first sentence of the answer; unattended
   sessions get :data:`NO_USER_QUESTIONS`.
-* **Relevant Files**, **Critical Context** (an identifier index, memory context, a note when
-  credentials were redacted), **Pruned Skills** (``[SKILL_PRUNED: …]`` markers verbatim).
+* **Relevant Files** (the most used files with the names their edits added and the names
+  they define, merged with the previous round's notes), **Critical Context** (an identifier
+  index, memory context, a note when credentials were redacted), **Pruned Skills**
+  (``[SKILL_PRUNED: …]`` markers verbatim).
 
 ``job.budget_tokens`` (measured with :func:`hermes_host.tokens.count_text`) is respected: each
 section gets a share of what the fixed parts leave (a share a section does not need flows to

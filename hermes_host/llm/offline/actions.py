@@ -43,6 +43,57 @@ def _scan_window(text: str) -> str:
     return text[:_SCAN_HEAD] + "\n" + text[-_SCAN_TAIL:]
 
 
+_OMITTED_RE = re.compile(
+    r"\n\[… (\d[\d,]*) more lines \((\d[\d,]*) chars\) of this output not shown"
+    r"(?: …\]|; the definitions among them:\n.*?\n…\])\n",
+    re.DOTALL,
+)
+_OUTLINE_LINES = 40
+_OUTLINE_SCAN = 120_000
+
+
+def bounded_output(text: str) -> str:
+    """A tool output as the offline summariser needs it: whole when short, else its two ends
+    (what :func:`_scan_window` reads) around one block saying how much is left out — with
+    the definition lines among what is left out (a long file's outline: what an agent comes
+    back to it for) — so the sizes an action reports stay true (:func:`output_size`)."""
+    if len(text) <= _SCAN_HEAD + _SCAN_TAIL + 200:
+        return text
+    head, tail = text[:_SCAN_HEAD], text[-_SCAN_TAIL:]
+    middle = text[_SCAN_HEAD:-_SCAN_TAIL]
+    said = (f"\n[… {middle.count(chr(10)):,} more lines ({len(middle):,} chars) of this "
+            "output not shown")
+    outline = _outline(middle[:_OUTLINE_SCAN])
+    if outline:
+        block = f"{said}; the definitions among them:\n" + "\n".join(outline) + "\n…]\n"
+    else:
+        block = f"{said} …]\n"
+    return head + block + tail
+
+
+def _outline(text: str) -> list[str]:
+    lines: list[str] = []
+    for m in _DEFINES_RE.finditer(text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        stop = text.find("\n", m.end())
+        line = one_line(text[start:stop if stop >= 0 else len(text)], 160)
+        if line and line not in ("…]", "…") and (not lines or lines[-1] != line):
+            lines.append(line)
+        if len(lines) >= _OUTLINE_LINES:
+            break
+    return lines
+
+
+def output_size(text: str) -> tuple[int, int]:
+    """(lines, characters) of a tool output, counting what :func:`bounded_output` left out."""
+    lines = text.count("\n") + 1
+    chars = len(text)
+    for m in _OMITTED_RE.finditer(text):
+        block = m.group(0)
+        lines += int(m.group(1).replace(",", "")) - block.count("\n")
+        chars += int(m.group(2).replace(",", "")) - len(block)
+    return lines, chars
+
 
 def _parse_args(raw: Any) -> dict[str, Any] | str:
     if isinstance(raw, dict):
@@ -157,7 +208,7 @@ def _describe_result(verb: str, result: str | None) -> tuple[str, bool, str | No
         return "no result recorded", False, None
     text = _ANSI_RE.sub("", result) if "\x1b" in result else result
     stripped = text.strip()
-    n_lines = stripped.count("\n") + 1 if stripped else 0
+    n_lines, n_chars = output_size(stripped) if stripped else (0, 0)
     code = _exit_code(text)
     if n_lines == 1 and _PRUNED_LINE_RE.match(stripped):
         # sizes and exit codes of the original, not of its one-line stand-in
@@ -180,10 +231,13 @@ def _describe_result(verb: str, result: str | None) -> tuple[str, bool, str | No
     elif code is None and error and n_lines > 60 and verb == "RAN":
         parts.append(f"output mentions: {error}")
     if verb in ("READ", "OPENED", "FETCHED"):
-        parts.append(f"{_plural(n_lines, 'line')} ({len(text):,} chars)")
+        parts.append(f"{_plural(n_lines, 'line')} ({n_chars:,} chars)")
     elif not stripped:
         parts.append("no output")
-    elif n_lines == 1 and len(stripped) <= 80 and not error:
+    elif verb in _CHANGE_VERBS and ok:
+        # "The file … has been updated successfully." says only that it worked
+        parts.append("applied")
+    elif n_lines == 1 and len(stripped) <= _MAX_OUTCOME - 20 and not error:
         parts.append(f"output `{stripped}`")
     elif n_lines == 1:
         parts.append(f"1-line output ({len(stripped):,} chars)")
@@ -193,6 +247,7 @@ def _describe_result(verb: str, result: str | None) -> tuple[str, bool, str | No
 
 
 
+_CHANGE_VERBS = frozenset({"EDITED", "WROTE", "CREATED"})
 _PRUNED_LINE_RE = re.compile(r"^\[[\w .:-]{1,40}\] \S.{8,400}$")
 """A one-line stand-in the prune step left for an old tool output (``[read_file] read a.py
 from line 1 (3,400 chars)``): it already describes the original, so it is the outcome."""
@@ -205,7 +260,9 @@ def _plural(n: int, word: str) -> str:
 _NAME_RE = re.compile(r"\b(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+"
                       r"|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+)\b")
 _DEFINES_RE = re.compile(
-    r"(?m)^\s*(?:export\s+|pub\s+|async\s+|static\s+)*(?:def|defp|defmodule|defmacro|class|"
+    # an optional line-number gutter first: ``cat -n`` (``  12\t``), a read tool's (``12→``)
+    r"(?m)^\s*(?:\d+(?:→|\t|: |\| )\s*)?(?:export\s+|pub\s+|async\s+|static\s+)*"
+    r"(?:def|defp|defmodule|defmacro|class|"
     r"function|fn|func|interface|struct|trait|enum|type|module|impl)\s+([A-Za-z_][\w.]*)"
 )
 _NEW_TEXT_KEYS = ("new_string", "new_str", "content", "file_text", "new_content", "text",

@@ -5,7 +5,6 @@ priority for the budget."""
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -13,6 +12,7 @@ from hermes_host.llm.base import SUMMARY_SECTIONS, SummaryJob
 from hermes_host.llm.offline.actions import _Action
 from hermes_host.llm.offline.budget import _assemble, _Item
 from hermes_host.llm.offline.extract import _Facts, _sentences
+from hermes_host.llm.offline.files import _bullets, _project_root, file_lines
 from hermes_host.llm.offline.user_requests import (
     _NO_REQUEST_SNAPSHOT,
     CRON_GOAL,
@@ -48,17 +48,6 @@ def parse_sections(summary: str) -> dict[str, str]:
     if current is not None:
         out[current] = "\n".join(lines).strip()
     return out
-
-
-def _bullets(body: str) -> list[str]:
-    items = []
-    for line in body.splitlines():
-        line = line.strip()
-        if not line or line.lower().startswith("none"):
-            continue
-        items.append(line[2:].strip() if line.startswith(("- ", "* ")) else line)
-    return items
-
 
 
 class _Composer:
@@ -133,9 +122,14 @@ class _Composer:
                 goal += f"\nInferred objective: {objective}"
         elif facts.user_requests:
             latest = facts.user_requests[-1]
-            if latest.strip() == self.fixed["Historical Task Snapshot"].strip():
+            # the carried snapshot is written with its headings escaped (``\\###``)
+            snapshot = re.sub(r"(?m)^\\(?=#)", "", self.fixed["Historical Task Snapshot"])
+            snapshot = snapshot.split("\n[… ", 1)[0].strip()  # a truncated one's own text
+            if latest.strip() == snapshot or (
+                len(snapshot) >= 200 and latest.strip().startswith(snapshot)
+            ):
                 # the snapshot already quotes it in full: state the objective briefly
-                goal = one_line((_sentences(latest) or [latest])[0], 300)
+                goal = _objective(latest)
             else:
                 goal = "Latest user request: " + _truncate_verbatim(latest, 600)
         else:
@@ -236,11 +230,10 @@ class _Composer:
             self.add("Resolved Questions", f"- {one_line(q, 420)}", 45, n)
 
     def files(self) -> None:
-        carried = [re.sub(r"^`([^`]+)`.*$", r"\1", f)
-                   for f in _bullets(self.previous.get("Relevant Files", ""))]
         root = _project_root(self.facts.files, self.previous_root)
-        for n, (path, note) in enumerate(_rank_files(self.facts, carried, root)[:60]):
-            self.add("Relevant Files", f"- `{path}`{note}", 35 - min(n, 30) // 3, n)
+        lines = file_lines(self.facts, self.previous.get("Relevant Files", ""), root)
+        for n, line in enumerate(lines):
+            self.add("Relevant Files", line, 35 - min(n, 30) // 3, n)
 
     def critical_context(self) -> None:
         facts, job = self.facts, self.job
@@ -313,6 +306,16 @@ class _FocusMatcher:
         return bool(self._re and self._re.search(text))
 
 
+def _objective(request: str) -> str:
+    """The first sentence of ``request`` that says something (a bare ``<pr_description>``
+    tag line does not), tags dropped, on one line."""
+    for sentence in _sentences(request):
+        plain = re.sub(r"</?[\w-]+>", "", sentence).strip()
+        if len(plain) >= 12:
+            return one_line(plain, 300)
+    return one_line(request, 300)
+
+
 def _truncate_verbatim(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
@@ -359,60 +362,3 @@ def _prev_list(state: list[str], label: str) -> list[str]:
 
 _SHORTENED = frozenset({"Completed Actions", "Active State", "Blocked", "Relevant Files",
                         "Key Decisions"})
-
-
-_SOURCE_DIRS = frozenset({"src", "lib", "test", "tests", "spec", "assets", "priv", "docs", "app",
-                          "pkg", "cmd", "internal", "packages", "include", "scripts"})
-
-
-def _project_root(files: Counter[str], previous: str | None = None) -> str | None:
-    """The directory holding at least half of the absolute paths seen (≥ 3 paths) below which
-    the most of them are spelled as the session also spells them relatively; else
-    ``previous`` (an earlier round's root), else the deepest one not inside a source folder
-    (``lib``, ``src``, ``tests`` …)."""
-    absolute = [p for p in files if p.startswith("/")]
-    if len(absolute) < 3:
-        return None
-    counts: Counter[str] = Counter()
-    for path in absolute:
-        parts = path.split("/")[1:-1]
-        for depth in range(2, min(len(parts), 8) + 1):
-            counts["/" + "/".join(parts[:depth])] += 1
-    best = [d for d, n in counts.items() if n * 2 >= len(absolute)]
-    if not best:
-        return None
-    # the session's own relative spellings (``lib/x/y.ex``) say where its project root is:
-    # shortening below a deeper directory would leave fragments (``y.ex``) that name
-    # nothing the agent writes, and a path the summary cannot be matched against
-    relative = {p[2:] if p.startswith("./") else p for p in files
-                if not p.startswith(("/", "~", "../"))}
-
-    def spelled(root: str) -> int:
-        prefix = root + "/"
-        return sum(1 for p in absolute if p.startswith(prefix) and p[len(prefix):] in relative)
-
-    def inside_sources(root: str) -> bool:  # ``…/proj/lib/x``: a folder of the project
-        return any(part in _SOURCE_DIRS for part in root.split("/")[3:])
-
-    # then the root an earlier round chose (one spelling across rounds), then a directory
-    # that is not itself inside a source folder, the deepest such
-    return max(best, key=lambda d: (spelled(d), d == previous, not inside_sources(d),
-                                    d.count("/"), d))
-
-
-def _rank_files(facts: _Facts, previous: list[str], root: str | None) -> list[tuple[str, str]]:
-    """Paths by mentions (changed files first); absolute and root-relative spellings of one
-    file are merged so it is listed once."""
-    prefix = root + "/" if root else None
-
-    def norm(path: str) -> str:
-        return path[len(prefix):] if prefix and path.startswith(prefix) else path
-
-    scores: Counter[str] = Counter()
-    for path, n in facts.files.items():
-        scores[norm(path)] += n
-    for path in previous:
-        scores[norm(path)] += 2
-    changed = {norm(p) for p in facts.changed}
-    ranked = sorted(scores, key=lambda p: (-(scores[p] + (10 if p in changed else 0)), p))
-    return [(p, " (changed)" if p in changed else "") for p in ranked]

@@ -74,6 +74,7 @@ from hermes_compressor.budget import (
 from hermes_compressor.carried import _previous_latest, _snapshot_source
 from hermes_compressor.micro import MicroBreaker, micro_summarize
 from hermes_compressor.options import EngineOptions
+from hermes_compressor.originals import with_originals
 from hermes_compressor.prompt import build_prompt
 from hermes_compressor.prune import prune_step, remove_blank_echoes
 from hermes_compressor.summarizers import Summarizers, _calls_llm, _Counted
@@ -172,6 +173,7 @@ def _compress_window(
         return unchanged("noop", "too few messages to compress (head + 3 tail + 1 middle)")
 
     # Step 1: prune (no LLM).  Indices do not move.
+    unpruned = work
     work, pruned = prune_step(work, count, head_end=head_end, cut=cut, budget=budget,
                               options=options)
     if pruned:
@@ -194,9 +196,15 @@ def _compress_window(
     else:
         saturated = math.inf
     middle_tokens = _tokens_up_to(middle, count, saturated)
+    # the summary's share is of what the middle says, not of step 1's one-liners: an
+    # extractive summariser reads the originals (originals.py), and a budget of the pruned
+    # size starved every summary of a tool-heavy session (issue 14); an LLM is shown the
+    # one-liners, so its target stays their share
+    source = middle if _calls_llm(summarizers) else unpruned[head_end:cut]
+    source_tokens = _tokens_up_to(source, count, saturated)
     summary_budget = max(
         min(options.min_summary_tokens, max_summary),
-        min(max_summary, carried + int(middle_tokens * options.summary_ratio)),
+        min(max_summary, carried + int(source_tokens * options.summary_ratio)),
     )
     unattended = not any(is_actionable_user(m) for m in work)
     # read-only from here on (a message without secrets is the window's own object)
@@ -232,7 +240,9 @@ def _compress_window(
             },
         )
 
-    job = make_job(prompt, clean_middle, previous, summary_budget)
+    # the offline summariser reads the newest pruned outputs whole (bounded): no tokens spent
+    job = make_job(prompt, with_originals(clean_middle, middle, unpruned[head_end:cut],
+                                          clean=redact), previous, summary_budget)
     # what the summary may be grounded in: the requests, the previous summary, memory text,
     # and every [SKILL_PRUNED] marker of the middle (all already redacted)
     source_text = "\n\n".join(

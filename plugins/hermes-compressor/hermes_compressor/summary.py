@@ -203,23 +203,41 @@ def _strip_think_text(text: str) -> str:
 def ensure_latest_request(summary: str, latest: str | None, *, limit: int = 1500) -> str:
     """``summary`` with the newest real user request in it verbatim (its first ``limit``
     characters): when no section quotes it, *Goal* gains a ``Latest user request:`` line —
-    the request must survive compression word for word, whatever the summariser wrote."""
+    the request must survive compression word for word, whatever the summariser wrote.
+
+    A request's own markdown headings are written escaped (``\\### Steps``, so they cannot
+    split the summary) and count as verbatim; an earlier ``Latest user request:`` block of
+    *Goal* (the label line and the request's lines after it) is replaced, not kept beside
+    the new one."""
     if not latest:
         return summary
     latest = redact(latest.strip())
+    plain = _unescape_headings(summary)
     if len(latest) > limit:
         latest = latest[:limit]
-        if latest in summary:
+        if latest in plain:
             return summary
         latest += "…"
-    if not latest or latest in summary:
+    if not latest or latest in plain:
         return summary
     goal = section_body(summary, GOAL)
-    line = f"{LATEST_REQUEST_LABEL} {latest}"
+    line = f"{LATEST_REQUEST_LABEL} {_HEADING_START_RE.sub(lambda _: chr(92), latest)}"
     if goal is None:
         return _insert_after_snapshot(summary, f"{GOAL}\n{line}")
-    kept = [g for g in goal.splitlines() if not g.startswith(LATEST_REQUEST_LABEL)]
+    kept: list[str] = []
+    for g in goal.splitlines():
+        if g.startswith(LATEST_REQUEST_LABEL):
+            break  # the earlier request block runs to the end of the section
+        kept.append(g)
     return _replace_section(summary, GOAL, "\n".join([*kept, line]).strip())
+
+
+_HEADING_START_RE = re.compile(r"^(?=#)", re.MULTILINE)
+_ESCAPED_HEADING_RE = re.compile(r"^\\(?=#)", re.MULTILINE)
+
+
+def _unescape_headings(text: str) -> str:
+    return _ESCAPED_HEADING_RE.sub("", text) if "\\#" in text else text
 
 
 def _insert_after_snapshot(summary: str, block: str) -> str:

@@ -1,0 +1,97 @@
+"""The offline summary says what the session learnt, without repeating itself (issue 14):
+files with what changed across rounds, what a read file defines, a successful edit as
+"applied" rather than its one-line echo, and a Goal that does not quote the snapshot again.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hermes_host.llm import OfflineSummarizer, SummaryJob
+from hermes_host.llm.offline import parse_sections
+from hermes_host.llm.offline.actions import read_note
+
+
+def summarize(messages: list[dict[str, Any]], **job: Any) -> str:
+    job.setdefault("budget_tokens", 3000)
+    return OfflineSummarizer().summarize(SummaryJob(prompt="", messages=messages, **job))
+
+
+def _call(i: int, name: str, args: dict[str, Any], result: str) -> list[dict[str, Any]]:
+    return [
+        {"role": "assistant", "content": f"Step {i}.", "tool_calls": [{
+            "id": f"c{i}", "type": "function",
+            "function": {"name": name, "arguments": json.dumps(args)}}]},
+        {"role": "tool", "tool_call_id": f"c{i}", "content": result},
+    ]
+
+
+UPDATED = "The file /repo/src/app/config.py has been updated successfully."
+
+
+def test_a_files_note_survives_the_round_that_drops_its_action() -> None:
+    first = [{"role": "user", "content": "Add a loader to config.py"},
+             *_call(1, "Edit", {"file_path": "src/app/config.py", "old_string": "x = 1",
+                                "new_string": "def load_settings(path):\n    return x"},
+                    UPDATED)]
+    s1 = summarize(first)
+    files1 = parse_sections(s1)["Relevant Files"]
+    assert "`src/app/config.py` (changed) — adds `load_settings`" in files1
+    # a later round knows nothing of the edit but the previous summary
+    later = [{"role": "user", "content": "Now read the README"},
+             *_call(2, "Read", {"file_path": "README.md"}, "# Demo\nUsage: run it")]
+    s2 = summarize(later, previous_summary=s1)
+    files2 = parse_sections(s2)["Relevant Files"]
+    assert "`src/app/config.py` (changed) — adds `load_settings`" in files2
+
+
+def test_a_successful_edit_is_applied_not_its_echo() -> None:
+    msgs = [{"role": "user", "content": "Edit config"},
+            *_call(1, "Edit", {"file_path": "src/app/config.py", "old_string": "a",
+                               "new_string": "b"}, UPDATED)]
+    actions = parse_sections(summarize(msgs))["Completed Actions"]
+    assert "EDITED `src/app/config.py` — applied" in actions
+    assert "1-line output" not in actions and "has been updated" not in actions
+
+
+def test_what_a_read_file_defines_is_read_through_a_line_number_gutter() -> None:
+    numbered = "     1→defmodule Spotter.Renderer do\n     2→  def render(lines) do\n" \
+               "     3→  end\n    4\tdefp strip_ansi(text)\n"
+    assert read_note("READ", numbered) == \
+        "defines `Spotter.Renderer`, `render`, `strip_ansi`"
+
+
+def test_the_goal_does_not_quote_the_snapshot_again() -> None:
+    """A task whose markdown headings the summary escapes is still the snapshot's request:
+    the Goal states the objective briefly instead of a second verbatim copy."""
+    task = ("<pr_description>\nConsider the following PR description:\n"
+            "astroid breaks pylint when a package lacks __init__.py\n### Steps to reproduce\n"
+            + "Run pylint on the source tree and watch it fail.\n" * 6 + "</pr_description>")
+    first = [{"role": "user", "content": task},
+             *_call(1, "bash", {"command": "ls"}, "setup.py\nastroid")]
+    s1 = summarize(first)
+    again = [{"role": "user", "content": task},
+             *_call(2, "bash", {"command": "pytest -q"}, "3 passed")]
+    s2 = summarize(again, previous_summary=s1)
+    sections = parse_sections(s2)
+    assert "\\### Steps to reproduce" in sections["Historical Task Snapshot"]
+    goal = sections["Goal"]
+    assert goal == "Consider the following PR description:"
+    assert s2.count("Run pylint on the source tree") == 6  # the snapshot's copy only
+
+
+def test_a_long_output_keeps_its_ends_its_outline_and_its_true_size() -> None:
+    from hermes_host.llm.offline.actions import bounded_output, output_size
+
+    lines = [f"    {n}→  def handler_{n}(event) do" if n % 100 == 0 else f"    {n}→  x = {n}"
+             for n in range(1, 3001)]
+    original = "\n".join(lines)
+    bounded = bounded_output(original)
+    assert len(bounded) < len(original) // 4
+    assert bounded.startswith(original[:2000]) and bounded.endswith(original[-2000:])
+    assert "def handler_1500(event)" in bounded  # from the left-out middle
+    assert output_size(bounded) == (original.count("\n") + 1, len(original))
+    plain = "\n".join(f"row {n}" for n in range(4000))
+    assert output_size(bounded_output(plain)) == (4000, len(plain))
+    assert bounded_output("short") == "short"
