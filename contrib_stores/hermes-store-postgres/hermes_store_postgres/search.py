@@ -5,6 +5,11 @@
   (:func:`hermes_host.store.query.query_words`), each passed as a parameter to
   ``plainto_tsquery`` — which treats its input as plain words — and combined with ``&&``
   (all words) or ``||`` (any word).  No user text reaches the ``tsquery`` parser as syntax.
+  A chunk such as ``parser.py`` is one token to PostgreSQL's parser, so it also matches
+  as itself (:func:`compounds_of`).  Counting and ranking are one statement; a term
+  matching more than ``RANK_CAP`` rows takes its newest hits by walking the primary key
+  backwards (:data:`RECENT_WALK`); a small scope is searched by testing its own rows
+  (:data:`SCOPE_SCAN_MAX`, :data:`SUBSTRING_SCAN_MAX`).
 * Substring: ``content ILIKE '%needle%'`` (``%``, ``_`` and ``\\`` escaped) over non-tool
   rows, which the partial ``pg_trgm`` GIN index answers (SPEC R-9.3: tool rows are not in
   the substring index).
@@ -20,12 +25,15 @@ Scores: lower is better (``-ts_rank`` for word hits, then substring, then short-
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from hermes_host.store import SearchHit, StoredMessage
 from hermes_host.store import query as _query
 from hermes_host.store.codec import STORED_COLUMNS, stored_from_row
 from hermes_host.store.query import (
+    MAX_TERMS,
+    clean_query,
     query_words,
     search_limit,
     short_needle,
@@ -34,16 +42,62 @@ from hermes_host.store.query import (
 from hermes_store_postgres._base import Conn
 from hermes_store_postgres.schema import SEARCH_VECTOR
 
-__all__ = ["RECENT_WALK", "SCOPE_SCAN_MAX", "SUBSTRING_SCAN_MAX", "hits_with_bookends",
-           "like_pattern", "prelude", "run_search", "word_query"]
+__all__ = [
+    "RECENT_WALK",
+    "SCOPE_SCAN_MAX",
+    "SUBSTRING_SCAN_MAX",
+    "compounds_of",
+    "hits_with_bookends",
+    "like_pattern",
+    "prelude",
+    "run_search",
+    "word_query",
+]
 
 _CONFIG = "'english'::regconfig"
 
 
-def word_query(words: list[str], *, any_word: bool) -> tuple[str, list[str]]:
-    """A ``tsquery`` expression over ``words`` and its parameters (one per word)."""
-    join = " || " if any_word else " && "
-    return join.join(f"plainto_tsquery({_CONFIG}, %s)" for _ in words), list(words)
+_PLAIN = f"plainto_tsquery({_CONFIG}, %s)"
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def compounds_of(query: str, words: list[str]) -> list[tuple[str, list[str]]]:
+    """The query's whitespace-separated chunks made of several of ``words``
+    (``parser.py``, ``v2.1``) with those words.  PostgreSQL's parser indexes such a chunk
+    as **one** token (a file name, a host, a version) — ``parser.py`` is not the words
+    ``parser`` and ``py`` in the word index — so a chunk also matches as itself."""
+    known = {w.lower() for w in words}
+    out: list[tuple[str, list[str]]] = []
+    for chunk in clean_query(query).split():
+        parts = _WORD.findall(chunk)
+        if (len(parts) > 1 and all(p.lower() in known for p in parts)
+                and all(chunk != c for c, _ in out)):
+            out.append((chunk[:200], parts))
+    return out[:MAX_TERMS]
+
+
+def word_query(words: list[str], *, any_word: bool,
+               compounds: list[tuple[str, list[str]]] | None = None) -> tuple[str, list[str]]:
+    """A ``tsquery`` expression over ``words`` and its parameters: each word, and each
+    compound chunk (:func:`compounds_of`), goes through ``plainto_tsquery`` as a bound
+    parameter (plain text: no ``tsquery`` syntax is parsed from it).  All words: every
+    word, a compound's words matching either one by one or as the chunk; any word: any
+    word or any chunk."""
+    groups = compounds or []
+    if any_word:
+        params = [*words, *(chunk for chunk, _ in groups)]
+        return " || ".join(_PLAIN for _ in params), params
+    covered = {p.lower() for _, parts in groups for p in parts}
+    exprs: list[str] = []
+    params = []
+    for word in words:
+        if word.lower() not in covered:
+            exprs.append(_PLAIN)
+            params.append(word)
+    for chunk, parts in groups:
+        exprs.append(f"({' && '.join(_PLAIN for _ in parts)} || {_PLAIN})")
+        params += [*parts, chunk]
+    return " && ".join(exprs), params
 
 
 def like_pattern(needle: str) -> str:
@@ -148,11 +202,12 @@ def _counted(conn: Conn, matches: str, args: list[Any], expression: str, params:
 
 
 def _words(conn: Conn, words: list[str], any_word: bool, scope: list[str] | None,
-           limit: int, small_scope: bool) -> list[tuple[int, float]]:
+           limit: int, small_scope: bool, compounds: list[tuple[str, list[str]]]
+           ) -> list[tuple[int, float]]:
     """Ranking costs time per matching row: a term matching more than RANK_CAP rows is
     answered with its most recent hits (still scored).  One statement counts and ranks;
     only a frequent term needs a second (the newest rows, walked backwards)."""
-    expression, params = word_query(words, any_word=any_word)
+    expression, params = word_query(words, any_word=any_word, compounds=compounds)
     if small_scope:  # the scope's own rows, each tested (no store-wide bitmap)
         assert scope is not None
         matches = ("SELECT s.id, s.v FROM (SELECT m.id, "
@@ -268,9 +323,10 @@ def run_search(
     ranked: dict[int, float] = {}
     words = query_words(query)
     if words:
-        found = _words(conn, words, False, scope, limit, small_scope)
+        compounds = compounds_of(query, words)
+        found = _words(conn, words, False, scope, limit, small_scope, compounds)
         if not found and len(words) > 1:
-            found = _words(conn, words, True, scope, limit, small_scope)
+            found = _words(conn, words, True, scope, limit, small_scope, compounds)
         ranked.update(found)
     needle = substring_needle(query)
     if needle is not None and not ranked:
