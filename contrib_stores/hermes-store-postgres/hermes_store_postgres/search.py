@@ -192,8 +192,8 @@ def _counted(conn: Conn, matches: str, args: list[Any], expression: str, params:
                  "WHERE c.total > %s ORDER BY 1 DESC LIMIT %s)")
         args += [*params, cap, limit]
     rows = conn.execute(sql_.encode(), args).fetchall()
-    matching = int(rows[0][1])
-    found = [(int(r[0]), float(r[1])) for r in rows[1:]]
+    matching = next(int(r[1]) for r in rows if r[0] is None)  # the count row
+    found = [(int(r[0]), float(r[1])) for r in rows if r[0] is not None]
     if matching <= cap:
         found.sort(key=lambda hit: hit[1])
     else:
