@@ -26,10 +26,10 @@ from hermes_host.store.query import BOOKEND_MESSAGES
 from hermes_host.store.reader import StoreHistoryReader
 from hermes_host.store.recap import format_recap
 from hermes_store_postgres._base import errors
-from hermes_store_postgres.indexing import CATCH_UP_BATCH, any_pending, catch_up, pending_rows
+from hermes_store_postgres.indexing import CATCH_UP_BATCH, catch_up, pending_rows
 from hermes_store_postgres.publish import PublishRooms
 from hermes_store_postgres.schema import LATEST_VERSION, SEARCH_VECTOR
-from hermes_store_postgres.search import run_search
+from hermes_store_postgres.search import prelude, run_search
 
 __all__ = ["LATEST_VERSION", "PostgresStore"]
 
@@ -138,19 +138,16 @@ class PostgresStore(PublishRooms):
         *,
         bookends: int = BOOKEND_MESSAGES,
     ) -> list[SearchHit]:
+        # Autocommit statements, no transaction: under READ COMMITTED each statement reads
+        # its own snapshot either way, and BEGIN/COMMIT would be two more round trips.
         with self._read() as conn:
-            if any_pending(conn):  # a bulk write's rows: index them first (see .indexing)
+            found, scope, pending, scope_size = prelude(conn, session_id, lineage)
+            if not found:
+                raise self._missing(str(session_id))
+            if pending:  # a bulk write's rows: index them first (see .indexing)
                 while catch_up(conn):
                     pass
-        with self._tx() as conn:
-            scope: list[str] | None = None
-            if session_id is not None:
-                if lineage:
-                    scope = self._lineage(conn, session_id)
-                else:
-                    self._require(conn, session_id)
-                    scope = [session_id]
-            return run_search(conn, query, scope, limit, bookends)
+            return run_search(conn, query, scope, limit, bookends, scope_size)
 
     @errors("building a recap")
     def recap(self, session_id: str) -> str:

@@ -27,7 +27,7 @@ from hermes_host.store import (
     StoreError,
     WindowMarker,
 )
-from hermes_host.store.codec import decode_row
+from hermes_host.store.codec import ROW_COLUMNS, decode_row
 from hermes_host.store.ids import holder_is_dead, make_holder
 from hermes_host.store.rules import (
     COPIED_ON_ROTATE,
@@ -44,6 +44,11 @@ from hermes_store_postgres.messages import MessageRooms
 from hermes_store_postgres.sessions import numbered
 
 __all__ = ["PublishRooms"]
+
+_UNMATCHED = object()
+"""Stands for the values of a window row no proposed message can equal (see
+:meth:`PublishRooms._window_rows`): a one-item tuple of it equals no encoded message."""
+_IF_MATCHED = ", ".join(f"CASE WHEN c THEN {column} END" for column in ROW_COLUMNS)
 
 
 class PublishRooms(MessageRooms):
@@ -137,6 +142,26 @@ class PublishRooms(MessageRooms):
                 "the same moment; nothing was published, compress again"
             ) from None
 
+    @staticmethod
+    def _window_rows(conn: Conn, session_id: str, prepared: list[tuple[int, tuple[Any, ...]]],
+                     snapshot: WindowMarker | None) -> list[tuple[Any, ...]]:
+        """The window's ``(id, seq, *values)`` rows in window order.  Only rows that can
+        matter carry their values: those whose ``content`` is one a proposed message has
+        (a kept row), and those appended after ``snapshot`` (carried over); the others —
+        the thousands a compression replaces — come back as ``(id, seq, _UNMATCHED)``,
+        so a publish does not ship and decode the whole history to archive it."""
+        contents = sorted({v[1] for _, v in prepared if v[1] is not None})
+        want_null = any(v[1] is None for _, v in prepared)
+        after = snapshot.last_message_id if snapshot is not None else 2**62
+        fetched = conn.execute(
+            f"SELECT id, seq, c, {_IF_MATCHED} FROM (SELECT id, seq, {MSG_COLS}, "
+            "(content = ANY(%s::text[]) OR (%s AND content IS NULL) OR id > %s) AS c "
+            "FROM messages WHERE session_id = %s AND active) w "
+            f"{WINDOW_ORDER}".encode(),
+            (contents, want_null, after, session_id),
+        ).fetchall()
+        return [(r[0], r[1], *r[3:]) if r[2] else (r[0], r[1], _UNMATCHED) for r in fetched]
+
     def _publish(
         self,
         conn: Conn,
@@ -164,11 +189,7 @@ class PublishRooms(MessageRooms):
         if end_reason == "compression":
             raise StaleSessionError(self._rotated(conn, session_id, "nothing was published"))
         now = self._now(conn)
-        rows = conn.execute(
-            f"SELECT id, seq, {MSG_COLS} FROM messages WHERE session_id = %s AND active "
-            f"{WINDOW_ORDER}".encode(),
-            (session_id,),
-        ).fetchall()
+        rows = self._window_rows(conn, session_id, prepared, snapshot)
         read, later = split_snapshot(rows, session_id, snapshot)
         plan = plan_publish(((r[0], tuple(r[2:])) for r in read), prepared)
         # Only a compression marks rows compacted; other rewrites of the window (``/undo``)
