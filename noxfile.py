@@ -143,6 +143,8 @@ def bench(session: nox.Session) -> None:
         if isinstance(out, str):
             print(out)
             sections.append(out.strip())
+    if not sections:  # --install-only: nothing ran, so the page keeps its figures
+        return
     header = (
         "# Benchmarks\n\nWritten by `nox -s bench`. Figures are from one run on a shared "
         "2-core machine; compare the ratios measured within the same run, not the absolute "
