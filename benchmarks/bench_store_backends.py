@@ -8,7 +8,9 @@
   store and one session);
 * publish of a 10,000-message session (in-place and rotate, summary + 40-message tail);
 * a turn's store cost (window marker, append user + assistant, guards, usage) with
-  ``--hosts`` processes working at once, each its own session, against one process alone.
+  ``--hosts`` processes working at once, each its own session, against one process alone:
+  with a ``--think-ms`` wait between turns for the model call a real turn makes (the
+  target), and with none (every process CPU-bound: a row for comparison).
 
 PostgreSQL is a throw-away local server (hermes_store_postgres.testing: initdb + pg_ctl on
 loopback, fsync off like a bench box), or ``$HERMES_HOST_TEST_POSTGRES_URL``'s.  Targets
@@ -41,6 +43,10 @@ APPEND_TARGET = 20_000
 SEARCH_P50_TARGET_MS = 10.0
 PUBLISH_TARGET_MS = 200.0
 HOSTS_RATIO_TARGET = 2.0
+THINK_MS = 50.0
+"""A host's wait between turns in the many-hosts row: its model call, which a real turn
+always makes (a fast model answers in a few hundred ms; 50 ms keeps the run short and the
+hosts' store calls still overlap)."""
 
 
 def bench_append(url: str, corpus: Corpus, total: int, batch: int) -> float:
@@ -121,28 +127,37 @@ def bench_publish(url: str, corpus: Corpus, size: int, reps: int) -> dict[str, f
     return {k: statistics.median(v) for k, v in timings.items()}
 
 
-def turn_worker(url: str, turns: int, go: str) -> None:
-    """One host: ``turns`` turns on its own session; prints mean ms per turn."""
+def turn_worker(url: str, turns: int, go: str, think_ms: float) -> None:
+    """One host: ``turns`` turns on its own session; prints the mean store time per turn, ms.
+
+    Between turns the host waits ``think_ms`` (± half, seeded per process), standing for the
+    model call every real turn makes; only the store calls are timed."""
     store = open_store(url)
     sid = store.create_session().id
+    rng = random.Random(os.getpid())
     print("ready", flush=True)
     while not os.path.exists(go):
         time.sleep(0.002)
-    started = time.perf_counter()
+    spent = 0.0
     for i in range(turns):
+        if think_ms:
+            time.sleep(think_ms * (0.5 + rng.random()) / 1000)
+        started = time.perf_counter()
         store.window_marker(sid)
         store.read_guards(sid)
         store.append_messages(sid, [{"role": "user", "content": f"question {i} about parsers"},
                                     {"role": "assistant", "content": f"answer {i} fixed it"}],
                               token_counts=[8, 8])
         store.add_usage(sid, input_tokens=100, output_tokens=10)
-    print(json.dumps({"ms": (time.perf_counter() - started) * 1000 / turns}), flush=True)
+        spent += time.perf_counter() - started
+    print(json.dumps({"ms": spent * 1000 / turns}), flush=True)
     store.close()
 
 
-def bench_hosts(url: str, hosts: int, turns: int, root: Path) -> float:
+def bench_hosts(url: str, hosts: int, turns: int, root: Path, think_ms: float) -> float:
     go = root / f"go-{hosts}-{time.monotonic_ns()}"
-    procs = [subprocess.Popen([sys.executable, __file__, "--worker", url, str(turns), str(go)],
+    procs = [subprocess.Popen([sys.executable, __file__, "--worker", url, str(turns), str(go),
+                               str(think_ms)],
                               stdout=subprocess.PIPE, text=True) for _ in range(hosts)]
     for proc in procs:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
@@ -160,9 +175,10 @@ def run_backend(url: str, corpus: Corpus, args: argparse.Namespace, root: Path
     out["publish"] = bench_publish(url, corpus, args.publish_size, args.reps)
     out["build"], sessions = fill(url, corpus, args.messages)
     out["queries"] = bench_queries(url, corpus, args.queries, sessions)
-    one = bench_hosts(url, 1, args.turns, root)
-    many = bench_hosts(url, args.hosts, args.turns, root)
-    out["hosts"] = (one, many)
+    for key, think in (("hosts", args.think_ms), ("hosts_busy", 0.0)):
+        one = bench_hosts(url, 1, args.turns, root, think)
+        many = bench_hosts(url, args.hosts, args.turns, root, think)
+        out[key] = (one, many)
     return out
 
 
@@ -176,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--hosts", type=int, default=8)
     parser.add_argument("--turns", type=int, default=100)
+    parser.add_argument("--think-ms", type=float, default=THINK_MS,
+                        help="each host's wait between turns, standing for its model call")
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args(argv)
     targets = Targets("store backends")
@@ -232,18 +250,27 @@ def main(argv: list[str] | None = None) -> int:
         if name == "PostgreSQL":
             text = targets.check(f"PostgreSQL per-turn cost, {args.hosts} hosts vs 1", ratio,
                                  "<=", HOSTS_RATIO_TARGET, "{:.2f}×").target_text
-        write(f"| {name}: a turn's store cost, 1 host / {args.hosts} hosts at once, ms | "
+        write(f"| {name}: a turn's store cost, 1 host / {args.hosts} hosts at once "
+              f"({args.think_ms:g} ms model wait between turns), ms | "
               f"{one:.2f} / {many:.2f} | | {ratio:.2f}× | {text} |\n")
+    for name, res in (("SQLite", sq), ("PostgreSQL", pg)):
+        one, many = res["hosts_busy"]
+        write(f"| {name}: the same with no wait between turns (CPU-bound), ms | "
+              f"{one:.2f} / {many:.2f} | | {many / one:.2f}× | — |\n")
+    cores = os.cpu_count() or 1
     write(f"\nA turn here is `window_marker`, `read_guards`, an append of two messages and "
-          f"`add_usage`; each host is its own process and session, {args.turns} turns each. "
-          f"The machine has {os.cpu_count()} cores shared with other work, so {args.hosts} "
-          "processes also compete for CPU with the server.\n")
+          f"`add_usage`, timed alone; each host is its own process and session, {args.turns} "
+          f"turns each, waiting {args.think_ms:g} ms (± half) between turns for the model "
+          f"call a real turn makes. The machine has {cores} cores shared with other work: "
+          f"with no wait, {args.hosts} host processes and the server compete for {cores} "
+          "cores, so that row measures how the CPU is shared more than contention in the "
+          "database.\n")
     sys.stdout.flush()
     return targets.finish(["--check"] if args.check else [])
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "--worker":
-        turn_worker(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+    if len(sys.argv) == 6 and sys.argv[1] == "--worker":
+        turn_worker(sys.argv[2], int(sys.argv[3]), sys.argv[4], float(sys.argv[5]))
         sys.exit(0)
     sys.exit(main())
