@@ -37,13 +37,20 @@ def test_a_files_note_survives_the_round_that_drops_its_action() -> None:
                     UPDATED)]
     s1 = summarize(first)
     files1 = parse_sections(s1)["Relevant Files"]
-    assert "`src/app/config.py` (changed) — adds `load_settings`" in files1
+    assert "`src/app/config.py` (changed) — edited; adds `load_settings`" in files1
     # a later round knows nothing of the edit but the previous summary
     later = [{"role": "user", "content": "Now read the README"},
              *_call(2, "Read", {"file_path": "README.md"}, "# Demo\nUsage: run it")]
     s2 = summarize(later, previous_summary=s1)
     files2 = parse_sections(s2)["Relevant Files"]
-    assert "`src/app/config.py` (changed) — adds `load_settings`" in files2
+    # what was done to it is carried too, and README.md, read this round, says so
+    assert "`src/app/config.py` (changed) — edited; adds `load_settings`" in files2
+    assert "`README.md` — read" in files2
+    # a file read this round after a previous round edited it: newest first, each once
+    third = [{"role": "user", "content": "Check config.py again"},
+             *_call(3, "Read", {"file_path": "src/app/config.py"}, "def load_settings(p): ...")]
+    files3 = parse_sections(summarize(third, previous_summary=s2))["Relevant Files"]
+    assert "`src/app/config.py` (changed) — read, edited; adds `load_settings`" in files3
 
 
 def test_a_successful_edit_is_applied_not_its_echo() -> None:
