@@ -34,8 +34,8 @@ _SHARES = {
     "Blocked": 0.07,
     "Key Decisions": 0.11,
     "Resolved Questions": 0.05,
-    "Relevant Files": 0.21,
-    "Critical Context": 0.24,
+    "Relevant Files": 0.17,
+    "Critical Context": 0.28,
 }
 
 
