@@ -20,10 +20,11 @@ def _bullets(body: str) -> list[str]:
 
 
 def file_lines(facts: _Facts, previous: str, root: str | None) -> list[str]:
-    """The section's lines, most used first: each file with what the session learnt of it —
-    the names its edits added, the names it defines — merged with what the previous
-    summary's section (``previous``) said (MERGE, not re-list: a file's note survives the
-    re-summaries that drop the actions it came from)."""
+    """The section's lines, changed files (this round or an earlier one) and then the most
+    used first: each file with what the session did to it (``read``, ``edited`` …) and, for
+    the first few, what it learnt of it — the names its edits added, the names it defines —
+    merged with what the previous summary's section (``previous``) said (MERGE, not re-list:
+    a file's note survives the re-summaries that drop the actions it came from)."""
     carried: list[str] = []
     carried_notes: dict[str, _FileNote] = {}
     for line in _bullets(previous):
@@ -42,10 +43,10 @@ def file_lines(facts: _Facts, previous: str, root: str | None) -> list[str]:
         m = _TARGET_PATH_RE.match(action.target)
         if action.verb not in _DONE_VERBS or not m:
             continue  # (a changed file is flagged from the changed list below)
-        note = notes.setdefault(norm(m.group(1)), _FileNote())
-        note.did_now(action.verb.lower())
+        known = notes.setdefault(norm(m.group(1)), _FileNote())
+        known.did_now(action.verb.lower())
         if action.verb in _NOTED_VERBS:
-            note.add(action.outcome)
+            known.add(action.outcome)
     out = []
     was_changed = {norm(p) for p, note in carried_notes.items() if note.changed}
     for n, (path, flag) in enumerate(_rank_files(facts, carried, root, was_changed)[:60]):
@@ -115,6 +116,7 @@ class _FileNote:
 
     def __init__(self) -> None:
         self.did: list[str] = []
+        self._fresh: list[str] = []  # what this round's actions did, newest first
         self.adds: list[str] = []
         self.defines: list[str] = []
         self.changed = False
@@ -145,8 +147,6 @@ class _FileNote:
     def did_now(self, word: str) -> None:
         """An action of this round did ``word`` (met newest first, so before what a previous
         summary said was done)."""
-        if not hasattr(self, "_fresh"):
-            self._fresh: list[str] = []
         if word not in self._fresh:
             self._fresh.append(word)
         self.did = self._fresh + [w for w in self.did if w not in self._fresh]
@@ -173,8 +173,10 @@ def _distinct(names: list[str]) -> list[str]:
 
 
 def _rank_files(
-    facts: _Facts, previous: list[str], root: str | None, was_changed: set[str] | frozenset[str]
-    = frozenset()
+    facts: _Facts,
+    previous: list[str],
+    root: str | None,
+    was_changed: set[str] | frozenset[str] = frozenset(),
 ) -> list[tuple[str, str]]:
     """Paths by mentions (files changed this round or, per the previous summary, earlier
     first); absolute and root-relative spellings of one file are merged so it is listed
