@@ -37,13 +37,20 @@ def test_a_files_note_survives_the_round_that_drops_its_action() -> None:
                     UPDATED)]
     s1 = summarize(first)
     files1 = parse_sections(s1)["Relevant Files"]
-    assert "`src/app/config.py` (changed) — adds `load_settings`" in files1
+    assert "`src/app/config.py` (changed) — edited; adds `load_settings`" in files1
     # a later round knows nothing of the edit but the previous summary
     later = [{"role": "user", "content": "Now read the README"},
              *_call(2, "Read", {"file_path": "README.md"}, "# Demo\nUsage: run it")]
     s2 = summarize(later, previous_summary=s1)
     files2 = parse_sections(s2)["Relevant Files"]
-    assert "`src/app/config.py` (changed) — adds `load_settings`" in files2
+    # what was done to it is carried too, and README.md, read this round, says so
+    assert "`src/app/config.py` (changed) — edited; adds `load_settings`" in files2
+    assert "`README.md` — read" in files2
+    # a file read this round after a previous round edited it: newest first, each once
+    third = [{"role": "user", "content": "Check config.py again"},
+             *_call(3, "Read", {"file_path": "src/app/config.py"}, "def load_settings(p): ...")]
+    files3 = parse_sections(summarize(third, previous_summary=s2))["Relevant Files"]
+    assert "`src/app/config.py` (changed) — read, edited; adds `load_settings`" in files3
 
 
 def test_a_successful_edit_is_applied_not_its_echo() -> None:
@@ -95,3 +102,28 @@ def test_a_long_output_keeps_its_ends_its_outline_and_its_true_size() -> None:
     plain = "\n".join(f"row {n}" for n in range(4000))
     assert output_size(bounded_output(plain)) == (4000, len(plain))
     assert bounded_output("short") == "short"
+
+
+def test_a_file_an_earlier_round_changed_outranks_files_only_named_since() -> None:
+    first = [{"role": "user", "content": "Fix the loader"},
+             *_call(1, "Edit", {"file_path": "src/app/config.py", "old_string": "a",
+                                "new_string": "b"}, UPDATED)]
+    s1 = summarize(first)
+    # the next round only lists other files, several times each
+    listing = "\n".join(f"src/app/mod{i}.py" for i in range(8))
+    later = [{"role": "user", "content": "What else is there?"},
+             *_call(2, "Bash", {"command": "ls src/app"}, listing),
+             *_call(3, "Bash", {"command": "ls -R src/app"}, listing)]
+    lines = parse_sections(summarize(later, previous_summary=s1))["Relevant Files"].splitlines()
+    assert lines[0].startswith("- `src/app/config.py` (changed) — edited")
+    assert any("`src/app/mod0.py`" in ln for ln in lines[1:])
+
+
+def test_the_tail_of_a_clipped_path_is_not_a_file() -> None:
+    msgs = [{"role": "user", "content": "Look at the parser"},
+            *_call(1, "Bash", {"command": "grep -rn parse lib"},
+                   "lib/spotter/transcripts/jsonl_par…ser.ex:12: def parse\n"
+                   "lib/spotter/transcripts/session.ex:3: use Ash")]
+    files = parse_sections(summarize(msgs))["Relevant Files"]
+    assert "`lib/spotter/transcripts/session.ex`" in files
+    assert "`ser.ex`" not in files

@@ -23,8 +23,9 @@ What goes where (R-7.2):
 * **Key Decisions** — assistant sentences that decide something and say why.
 * **Resolved Questions** — user questions and the first sentence of the answer; unattended
   sessions get :data:`NO_USER_QUESTIONS`.
-* **Relevant Files** (the most used files with the names their edits added and the names
-  they define, merged with the previous round's notes), **Critical Context** (an identifier
+* **Relevant Files** (changed files first, then the most used; each with what the session
+  did to it — read, edited … — and, for the first few, the names their edits added and the
+  names they define, merged with the previous round's notes), **Critical Context** (an identifier
   index, memory context, a note when credentials were redacted), **Pruned Skills**
   (``[SKILL_PRUNED: …]`` markers verbatim).
 

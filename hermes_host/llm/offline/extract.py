@@ -48,7 +48,7 @@ _CONSTRAINT_RE = re.compile(
     r"|make sure|ensure|avoid|prefer|no more than|at most|at least|required?)\b"
 )
 _PATH_RE = re.compile(
-    r"(?<![\w/.:-])((?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]+\.[A-Za-z0-9]{1,8}"
+    r"(?<![\w/.:…-])((?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]+\.[A-Za-z0-9]{1,8}"
     r"|(?:[\w-]+/)*[\w-]+\.(?:py|pyi|js|jsx|ts|tsx|ex|exs|heex|eex|rb|go|rs|c|h|cc|cpp|hpp|java"
     r"|kt|swift|md|rst|txt|json|jsonl|yaml|yml|toml|ini|cfg|conf|sh|bash|sql|html|css|scss"
     r"|csv|lock|xml|pony|lua|php|pl|dockerfile|env|ipynb|proto|graphql|vue|svelte))(?![\w/])"

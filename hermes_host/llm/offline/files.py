@@ -20,10 +20,11 @@ def _bullets(body: str) -> list[str]:
 
 
 def file_lines(facts: _Facts, previous: str, root: str | None) -> list[str]:
-    """The section's lines, most used first: each file with what the session learnt of it —
-    the names its edits added, the names it defines — merged with what the previous
-    summary's section (``previous``) said (MERGE, not re-list: a file's note survives the
-    re-summaries that drop the actions it came from)."""
+    """The section's lines, changed files (this round or an earlier one) and then the most
+    used first: each file with what the session did to it (``read``, ``edited`` …) and, for
+    the first few, what it learnt of it — the names its edits added, the names it defines —
+    merged with what the previous summary's section (``previous``) said (MERGE, not re-list:
+    a file's note survives the re-summaries that drop the actions it came from)."""
     carried: list[str] = []
     carried_notes: dict[str, _FileNote] = {}
     for line in _bullets(previous):
@@ -39,20 +40,22 @@ def file_lines(facts: _Facts, previous: str, root: str | None) -> list[str]:
 
     notes: dict[str, _FileNote] = {norm(p): n for p, n in carried_notes.items()}
     for action in reversed(facts.actions):  # newest first
-        if action.verb not in _NOTED_VERBS or not (
-            "adds `" in action.outcome or "defines `" in action.outcome
-        ):
-            continue  # (a changed file is flagged from the changed list below)
         m = _TARGET_PATH_RE.match(action.target)
-        if m:
-            notes.setdefault(norm(m.group(1)), _FileNote()).add(action.outcome)
+        if action.verb not in _DONE_VERBS or not m:
+            continue  # (a changed file is flagged from the changed list below)
+        known = notes.setdefault(norm(m.group(1)), _FileNote())
+        known.did_now(action.verb.lower())
+        if action.verb in _NOTED_VERBS:
+            known.add(action.outcome)
     out = []
-    for n, (path, flag) in enumerate(_rank_files(facts, carried, root)[:60]):
+    was_changed = {norm(p) for p, note in carried_notes.items() if note.changed}
+    for n, (path, flag) in enumerate(_rank_files(facts, carried, root, was_changed)[:60]):
         note = notes.get(path)
         if note is not None and note.changed and not flag:
             flag = " (changed)"
-        # the most used files say what is known of them; the rest are listed
-        said = note.render() if note is not None and n < _NOTED_FILES else ""
+        # every file says what the session did to it (read, edited …); the most used also
+        # what is known of them (the names it defines, the names its edits added)
+        said = note.render(names=n < _NOTED_FILES) if note is not None else ""
         out.append(f"- `{path}`{flag}{' — ' + said if said else ''}")
     return out
 
@@ -99,16 +102,21 @@ def _project_root(files: Counter[str], previous: str | None = None) -> str | Non
 _TARGET_PATH_RE = re.compile(r"`([^`]+)`$")
 _FILE_LINE_RE = re.compile(r"^`([^`]+)`( \(changed\))?(?: — (.*))?$")
 _NOTED_VERBS = frozenset({"EDITED", "WROTE", "CREATED", "READ"})
+_DONE_VERBS = _NOTED_VERBS | {"DELETED", "REVERTED"}
+_DONE_WORDS = frozenset(v.lower() for v in _DONE_VERBS)
 _NOTE_PARTS = (("adds ", "adds"), ("defines ", "defines"))
 _NOTE_NAMES = 4
 _NOTED_FILES = 6
 
 
 class _FileNote:
-    """What a file's *Relevant Files* line says of it: the names its edits added and the
-    names it defines (newest first, a few each)."""
+    """What a file's *Relevant Files* line says of it: what the session did to it (``edited,
+    read``: newest first, each once), the names its edits added and the names it defines
+    (newest first, a few each)."""
 
     def __init__(self) -> None:
+        self.did: list[str] = []
+        self._fresh: list[str] = []  # what this round's actions did, newest first
         self.adds: list[str] = []
         self.defines: list[str] = []
         self.changed = False
@@ -118,6 +126,10 @@ class _FileNote:
         note = cls()
         note.changed = changed
         for part in text.split("; "):
+            words = part.split(", ")
+            if words and all(w in _DONE_WORDS for w in words):
+                note.did = words
+                continue
             for head, kind in _NOTE_PARTS:
                 if part.startswith(head):
                     getattr(note, kind).extend(re.findall(r"`([^`]+)`", part))
@@ -132,8 +144,17 @@ class _FileNote:
                     names = getattr(self, kind)
                     names.extend(n for n in re.findall(r"`([^`]+)`", part) if n not in names)
 
-    def render(self) -> str:
-        parts = []
+    def did_now(self, word: str) -> None:
+        """An action of this round did ``word`` (met newest first, so before what a previous
+        summary said was done)."""
+        if word not in self._fresh:
+            self._fresh.append(word)
+        self.did = self._fresh + [w for w in self.did if w not in self._fresh]
+
+    def render(self, *, names: bool = True) -> str:
+        parts = [", ".join(self.did)] if self.did else []
+        if not names:
+            return "; ".join(parts)
         adds = _distinct(self.adds)[:_NOTE_NAMES]
         defines = [n for n in _distinct(self.defines) if n not in adds][:_NOTE_NAMES]
         if adds:
@@ -151,9 +172,15 @@ def _distinct(names: list[str]) -> list[str]:
     return [n for n in unique if "." in n or n not in parts]
 
 
-def _rank_files(facts: _Facts, previous: list[str], root: str | None) -> list[tuple[str, str]]:
-    """Paths by mentions (changed files first); absolute and root-relative spellings of one
-    file are merged so it is listed once."""
+def _rank_files(
+    facts: _Facts,
+    previous: list[str],
+    root: str | None,
+    was_changed: set[str] | frozenset[str] = frozenset(),
+) -> list[tuple[str, str]]:
+    """Paths by mentions (files changed this round or, per the previous summary, earlier
+    first); absolute and root-relative spellings of one file are merged so it is listed
+    once."""
     prefix = root + "/" if root else None
 
     def norm(path: str) -> str:
@@ -165,5 +192,6 @@ def _rank_files(facts: _Facts, previous: list[str], root: str | None) -> list[tu
     for path in previous:
         scores[norm(path)] += 2
     changed = {norm(p) for p in facts.changed}
-    ranked = sorted(scores, key=lambda p: (-(scores[p] + (10 if p in changed else 0)), p))
+    ranked = sorted(scores, key=lambda p: (
+        -(scores[p] + (10 if p in changed else 5 if p in was_changed else 0)), p))
     return [(p, " (changed)" if p in changed else "") for p in ranked]
