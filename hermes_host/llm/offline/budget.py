@@ -29,13 +29,13 @@ _HEADER_COST = 6  # "## Heading\n" + blank line, roughly
 # Share of the budget left after the fixed sections; unused share flows to the others.
 _SHARES = {
     "Constraints & Preferences": 0.06,
-    "Completed Actions": 0.18,
+    "Completed Actions": 0.22,
     "Active State": 0.08,
     "Blocked": 0.07,
     "Key Decisions": 0.11,
     "Resolved Questions": 0.05,
     "Relevant Files": 0.17,
-    "Critical Context": 0.28,
+    "Critical Context": 0.24,
 }
 
 
