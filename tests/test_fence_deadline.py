@@ -134,17 +134,22 @@ def test_issue13_host_post_processing_past_the_pass_deadline_discards_the_compre
     Deleting the host's re-check after the engine returns commits it (the mutant issue 13
     found alive).  The budget is calibrated on this machine: well under the measured cost
     of counting, well over the cost of everything before it."""
-    text = _prose(3_000_000)  # the new summary: the host counts it after the engine answers
-    started = time.perf_counter()
-    TokenCounter().count({"role": "assistant", "content": text})  # a cold cache, like the host's
-    counting = time.perf_counter() - started
+    chars = 3_000_000
+    while True:  # a summary whose counting costs well over the 0.25 s floor of the budget
+        text = _prose(chars)  # the new summary: the host counts it after the engine answers
+        started = time.perf_counter()
+        TokenCounter().count({"role": "assistant", "content": text})  # a cold cache
+        counting = time.perf_counter() - started
+        if counting >= 0.5 or chars >= 24_000_000:
+            break
+        chars *= 2
     budget = max(0.25, counting * 0.5)
     with make_host(
         tmp_path, BigProposal(text), name="big",
         compression={"context_timeout_seconds": budget},
     ) as host:
         session = host.open_session(system_prompt="sys")
-        session.add_user(_prose(5_000_000)[::-1])  # counted now, as it is appended
+        session.add_user(_prose(chars * 5 // 3)[::-1])  # counted now, as it is appended
         session.add_assistant("noted")
         chat_turn(session, 2)  # the proposal keeps this turn and is smaller than the window
         sid = session.id

@@ -10,7 +10,8 @@ the measured figure goes to docs/reliability.md).
 
 Process mode (``engines.<name>.fence.isolation: process``) is skipped with the reason while
 the config key is not accepted or not honoured.  Cells known to fail in thread mode are
-``xfail(strict=True)`` with the reason, so a fix shows up as an XPASS to un-mark.
+``xfail(strict=True)`` with the reason, so a fix shows up as an XPASS to un-mark (but for
+``threads``, whose delay depends on the OS scheduler: it may pass on a run).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ KNOWN_THREAD_FAILURES = {
     "threads": "issue 13: busy threads an engine leaves behind share the GIL with the host "
                "and delay its turns by seconds; thread isolation cannot stop them",
 }
+SCHEDULING_DEPENDENT = {"threads"}
 KNOWN_FAILURES = {
     "huge": "issue 13 (deliverable 2): results have no size cap yet; a 64 MB message "
             "returned by select_context is adopted into the request",
@@ -53,7 +55,10 @@ def _cells() -> list[object]:
         for case in CASES:
             marks = []
             if isolation == "thread" and case in KNOWN_THREAD_FAILURES:
-                marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_THREAD_FAILURES[case]))
+                # how long the busy threads delay a turn depends on how the OS schedules
+                # them: on some runs they stay under SLACK, so that cell may pass
+                marks.append(pytest.mark.xfail(strict=case not in SCHEDULING_DEPENDENT,
+                                               reason=KNOWN_THREAD_FAILURES[case]))
             elif case in KNOWN_FAILURES:
                 marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_FAILURES[case]))
             if case in FULL_ONLY and size() != "full":
