@@ -79,12 +79,18 @@ def _select(items: list[_Item], budget: int) -> tuple[list[_Item], list[_Item]]:
 
 
 _HEADING_LINE_RE = re.compile(r"^(?=#)", re.MULTILINE)
+_ESCAPED_HEADING_RE = re.compile(r"^\\(?=#)", re.MULTILINE)
 
 
-def _escape_headings(text: str) -> str:
+def escape_headings(text: str) -> str:
     """``## Overview`` inside a quoted request would split the summary into a twelfth
     section; the markdown escape ``\\#`` renders the same text without being a heading."""
     return _HEADING_LINE_RE.sub("\\\\", text)
+
+
+def unescape_headings(text: str) -> str:
+    """``text`` as it was before :func:`escape_headings`."""
+    return _ESCAPED_HEADING_RE.sub("", text) if "\\#" in text else text
 
 
 _RANGE_LINE_RE = re.compile(r"^\s*(\d+)\s*[–-]\s*(\d+)[.)]\s")
@@ -165,9 +171,9 @@ def _condense_actions(dropped: Sequence[_Item], *, max_chars: int = 0) -> str | 
 
 
 def _assemble(fixed: dict[str, str], items: list[_Item], budget: int, focus: bool) -> str:
-    fixed = {k: _escape_headings(v) for k, v in fixed.items()}
+    fixed = {k: escape_headings(v) for k, v in fixed.items()}
     for item in items:
-        item.text = _escape_headings(item.text)
+        item.text = escape_headings(item.text)
         item.cost = count_text(item.text) + 1
     fixed_cost = sum(count_text(v) + _HEADER_COST for v in fixed.values()) + \
         _HEADER_COST * (len(SECTIONS) - len(fixed))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from hermes_host.llm.base import SUMMARY_SECTIONS, SummaryJob
 from hermes_host.llm.offline.actions import _Action
-from hermes_host.llm.offline.budget import _assemble, _Item
+from hermes_host.llm.offline.budget import _assemble, _Item, unescape_headings
 from hermes_host.llm.offline.extract import _Facts, _sentences
 from hermes_host.llm.offline.files import _bullets, _project_root, file_lines
 from hermes_host.llm.offline.user_requests import (
@@ -123,7 +123,7 @@ class _Composer:
         elif facts.user_requests:
             latest = facts.user_requests[-1]
             # the carried snapshot is written with its headings escaped (``\\###``)
-            snapshot = re.sub(r"(?m)^\\(?=#)", "", self.fixed["Historical Task Snapshot"])
+            snapshot = unescape_headings(self.fixed["Historical Task Snapshot"])
             snapshot = snapshot.split("\n[… ", 1)[0].strip()  # a truncated one's own text
             if latest.strip() == snapshot or (
                 len(snapshot) >= 200 and latest.strip().startswith(snapshot)

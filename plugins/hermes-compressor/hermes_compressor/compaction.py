@@ -241,8 +241,8 @@ def _compress_window(
         )
 
     # the offline summariser reads the newest pruned outputs whole (bounded): no tokens spent
-    job = make_job(prompt, with_originals(clean_middle, middle, unpruned[head_end:cut],
-                                          clean=redact), previous, summary_budget)
+    job = make_job(prompt, with_originals(clean_middle, middle, unpruned[head_end:cut]),
+                   previous, summary_budget)
     # what the summary may be grounded in: the requests, the previous summary, memory text,
     # and every [SKILL_PRUNED] marker of the middle (all already redacted)
     source_text = "\n\n".join(

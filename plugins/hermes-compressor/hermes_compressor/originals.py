@@ -8,11 +8,12 @@ ones keep their one-liner."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from hermes_host.llm.offline.actions import bounded_output
 from hermes_host.messages import text_of
 from hermes_host.models import Message
+from hermes_host.redact import redact
 
 __all__ = ["ORIGINALS_MAX_CHARS", "with_originals"]
 
@@ -27,11 +28,10 @@ def with_originals(
     original: Sequence[Message],
     *,
     max_chars: int = ORIGINALS_MAX_CHARS,
-    clean: Callable[[str], str] = lambda text: text,
 ) -> list[Message]:
     """``messages`` (the middle as the summariser reads it, aligned with ``pruned``) with
     each tool output step 1 replaced (``pruned[i] is not original[i]``) given back as its
-    bounded original passed through ``clean`` (the redactor), newest first until
+    bounded original, redacted (R-7.1), newest first until
     ``max_chars``; the other messages are the very objects of ``messages``, none mutated."""
     out = list(messages)
     spent = 0
@@ -43,5 +43,5 @@ def with_originals(
         if spent + len(text) > max_chars:
             break
         spent += len(text)
-        out[i] = {**out[i], "content": clean(text)}
+        out[i] = {**out[i], "content": redact(text)}
     return out

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from hermes_host.llm.offline import SKILL_MARKER_RE
+from hermes_host.llm.offline.budget import escape_headings, unescape_headings
 from hermes_host.messages import (
     LEGACY_SUMMARY_PREFIX,
     SUMMARY_METADATA_KEY,
@@ -212,7 +213,7 @@ def ensure_latest_request(summary: str, latest: str | None, *, limit: int = 1500
     if not latest:
         return summary
     latest = redact(latest.strip())
-    plain = _unescape_headings(summary)
+    plain = unescape_headings(summary)
     if len(latest) > limit:
         latest = latest[:limit]
         if latest in plain:
@@ -221,7 +222,7 @@ def ensure_latest_request(summary: str, latest: str | None, *, limit: int = 1500
     if not latest or latest in plain:
         return summary
     goal = section_body(summary, GOAL)
-    line = f"{LATEST_REQUEST_LABEL} {_HEADING_START_RE.sub(lambda _: chr(92), latest)}"
+    line = f"{LATEST_REQUEST_LABEL} {escape_headings(latest)}"
     if goal is None:
         return _insert_after_snapshot(summary, f"{GOAL}\n{line}")
     kept: list[str] = []
@@ -230,14 +231,6 @@ def ensure_latest_request(summary: str, latest: str | None, *, limit: int = 1500
             break  # the earlier request block runs to the end of the section
         kept.append(g)
     return _replace_section(summary, GOAL, "\n".join([*kept, line]).strip())
-
-
-_HEADING_START_RE = re.compile(r"^(?=#)", re.MULTILINE)
-_ESCAPED_HEADING_RE = re.compile(r"^\\(?=#)", re.MULTILINE)
-
-
-def _unescape_headings(text: str) -> str:
-    return _ESCAPED_HEADING_RE.sub("", text) if "\\#" in text else text
 
 
 def _insert_after_snapshot(summary: str, block: str) -> str:

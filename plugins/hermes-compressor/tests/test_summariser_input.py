@@ -109,3 +109,14 @@ def test_an_earlier_latest_request_block_is_replaced() -> None:
     assert goal.splitlines() == ["keep me", f"{LATEST_REQUEST_LABEL} new request",
                                  "\\### Heading", "body"]
     assert "old request" not in out and "its second line" not in out
+
+
+def test_originals_given_back_are_redacted_r7_1() -> None:
+    """The original outputs bypass the middle's redaction (they come from before step 1):
+    each is redacted as it is given back."""
+    secret = 'DB_PASSWORD="hunter2-correct-horse-battery"'
+    original = [{"role": "tool", "tool_call_id": "c1", "content": f"{secret}\nok"}]
+    pruned = [dict(original[0], content="[pruned tool output] [bash] ran (2 lines)")]
+    out = with_originals(pruned, pruned, original)
+    assert "hunter2" not in text_of(out[0]) and "DB_PASSWORD=" in text_of(out[0])
+    assert original[0]["content"].startswith(secret)  # input not mutated
