@@ -52,11 +52,11 @@ def _unescaped(text: str) -> str:
 
 
 def _artifact_spans(text: str) -> list[tuple[int, int, str]]:
-    """``(start, end, artifact)`` of every artifact occurrence of ``text``, in text order."""
+    """``(start, end, artifact)`` of every artifact occurrence of ``text`` (already
+    :func:`_unescaped`), in text order."""
     spans: list[tuple[int, int, str]] = []
     if not text:
         return spans
-    text = _unescaped(text)
     claimed = bytearray(len(text))
     for kind, pattern in _ARTIFACT_PATTERNS:
         for match in pattern.finditer(text):
@@ -82,7 +82,7 @@ def extract_artifacts(text: str) -> set[str]:
     Paths lose a leading ``./``; URLs lose trailing punctuation; anything shorter than four
     characters is ignored (``a_b`` is not a fact worth remembering).
     """
-    return {value for _, _, value in _artifact_spans(text)}
+    return {value for _, _, value in _artifact_spans(_unescaped(text))}
 
 
 def message_text(message: Message) -> str:
@@ -102,7 +102,11 @@ def _whole_token(artifact: str) -> re.Pattern[str]:
 def artifact_visible(artifact: str, text: str) -> bool:
     """True when ``artifact`` occurs in ``text`` as a whole token (a path may be the tail of a
     longer path: ``repomap.py`` is visible in ``aider/repomap.py``)."""
-    text = _unescaped(text)
+    return _occurs(artifact, _unescaped(text))
+
+
+def _occurs(artifact: str, text: str) -> bool:
+    """:func:`artifact_visible` on a text already :func:`_unescaped` (done once per text)."""
     start = text.find(artifact)
     if start < 0:
         return False
@@ -121,7 +125,7 @@ def _visible(candidates: Iterable[str], text: str) -> set[str]:
     pieces = set(_WORD_PIECE.findall(text))
     return {
         a for a in candidates
-        if all(p in pieces for p in _WORD_PIECE.findall(a)) and artifact_visible(a, text)
+        if all(p in pieces for p in _WORD_PIECE.findall(a)) and _occurs(a, text)
     }
 
 
@@ -135,7 +139,7 @@ def _bare_spans(text: str) -> list[tuple[int, int]]:
     """The spans of ``text``'s artifact occurrences that stand in a *bare list*: a run of at
     least :data:`BARE_LIST_MIN` artifacts separated only by whitespace, ``, ; |``, quotes,
     bullets, digits, dots, hyphens and the words "and" / "or" — a names dump, an index of
-    names, an ``ls`` listing.  Sorted by start."""
+    names, an ``ls`` listing.  Sorted by start.  ``text`` is already :func:`_unescaped`."""
     spans = _artifact_spans(text)
     bare: list[tuple[int, int]] = []
     run: list[tuple[int, int]] = []
@@ -153,7 +157,10 @@ def _bare_spans(text: str) -> list[tuple[int, int]]:
 def _in_context(candidates: Iterable[str], text: str) -> set[str]:
     """The candidates (already known visible in ``text``) with at least one whole-token
     occurrence outside a bare list (:func:`_bare_spans`)."""
-    text = _unescaped(text)
+    return _in_context_of(candidates, _unescaped(text))
+
+
+def _in_context_of(candidates: Iterable[str], text: str) -> set[str]:
     bare = _bare_spans(text)
     starts = [s for s, _ in bare]
     found: set[str] = set()
@@ -170,4 +177,5 @@ def artifact_in_context(artifact: str, text: str) -> bool:
     """True when ``artifact`` is visible in ``text`` (:func:`artifact_visible`) at least once
     outside a bare list of names: ``"src/app.py fails on import"`` shows ``src/app.py`` in
     context, ``"a.py, b.py, c.py, src/app.py"`` only lists it."""
-    return artifact_visible(artifact, text) and bool(_in_context([artifact], text))
+    plain = _unescaped(text)
+    return _occurs(artifact, plain) and bool(_in_context_of([artifact], plain))
