@@ -181,3 +181,41 @@ def test_issue13_a_plugin_that_cannot_reach_a_worker_process_is_a_clear_error() 
     assert stamp.error_type == "IsolationUnavailable"
     assert "cannot hand the plugin to a worker process" in (stamp.error or "")
     gate.release()
+
+
+def test_r10_2_the_snapshot_keeps_what_pydantic_keeps_and_shares_nothing_mutable() -> None:
+    """The snapshot's own shallow copy (issue 15: pydantic's ``__copy__`` without its
+    dispatch) keeps the fields set, extras and private attributes, and a plugin that edits
+    its copy — fields, nested models, extras, private state — changes nothing of the
+    caller's request."""
+    from pydantic import ConfigDict, PrivateAttr
+
+    from hermes_host.fence.snapshot import snapshot
+    from hermes_host.models import GuardState, ShouldCompressRequest
+
+    class Request(ShouldCompressRequest):
+        model_config = ConfigDict(extra="allow")
+        _seen: list[str] = PrivateAttr(default_factory=list)
+
+    request = Request(
+        session_id="s", messages=[{"role": "user", "content": "hi"}], current_tokens=1,
+        context_length=1000, guards=GuardState(now=1.0), note={"k": ["v"]},
+    )
+    request._seen.append("host")
+    copy = snapshot(request)
+    assert type(copy) is Request
+    assert copy.model_fields_set == request.model_fields_set
+    assert copy.model_extra == {"note": {"k": ["v"]}}
+    assert copy._seen == ["host"]
+
+    copy.guards.now = 99.0
+    copy.messages[0]["content"] = "edited"
+    assert copy.model_extra is not None
+    copy.model_extra["note"]["k"].append("w")
+    copy._seen.append("plugin")
+    copy.model_fields_set.add("model")
+    assert request.guards.now == 1.0
+    assert request.messages[0]["content"] == "hi"
+    assert request.model_extra == {"note": {"k": ["v"]}}
+    assert request._seen == ["host"]
+    assert "model" not in request.model_fields_set

@@ -12,6 +12,7 @@ finished checking late is a ``timeout`` — never adopted.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -234,6 +235,11 @@ def _validation_problem(model: type[BaseModel], exc: ValidationError) -> Verdict
     )
 
 
+@functools.cache
+def _field_names(model: type[BaseModel]) -> frozenset[str]:
+    return frozenset(model.model_fields)
+
+
 def validated(hook: str, data: Any, request: BaseModel) -> Verdict:
     """Rebuild the hook's result type from plain ``data`` (or a worker's JSON) and check the
     hook's contract."""
@@ -251,9 +257,10 @@ def validated(hook: str, data: Any, request: BaseModel) -> Verdict:
     elif model is not None:
         if not isinstance(data, dict):
             return _invalid(f"expected the fields of {model.__name__}")
-        fields = {k: v for k, v in data.items() if k in model.model_fields}
+        names = _field_names(model)
+        fields = {k: v for k, v in data.items() if k in names}
         messages = fields.get("messages", [])
-        if "messages" in model.model_fields and not isinstance(messages, list):
+        if "messages" in names and not isinstance(messages, list):
             return _invalid(
                 f"{model.__name__}.messages is {type(messages).__name__}, expected a list"
             )
@@ -274,7 +281,8 @@ def _validated_splice(hook: str, data: _Spliced, request: BaseModel) -> Verdict:
     """:func:`validated` for a splice: the other fields through pydantic, the messages
     checked only around the change."""
     model = RESULT_TYPES[hook]
-    fields = {k: v for k, v in data.fields.items() if k in model.model_fields}
+    names = _field_names(model)
+    fields = {k: v for k, v in data.fields.items() if k in names}
     fields["messages"] = []
     try:
         value = model.model_validate(fields)

@@ -344,9 +344,10 @@ def window_of(messages: list[Any]) -> Window:
         known = _cache.get(key)
         if known is not None:
             _cache.move_to_end(key)  # in use: not the next one evicted
-        recent = list(_cache.values())[-_REBASE_FROM:]
     if known is not None and known.items is messages and messages == known.ref:
         return known
+    with _cache_lock:
+        recent = list(_cache.values())[-_REBASE_FROM:]
     candidates = [known] if known is not None else []  # e.g. this list, changed in place
     candidates += [w for w in reversed(recent) if w is not known]
     best: Window | None = None

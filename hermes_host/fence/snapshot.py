@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
 
 from hermes_host.fence.frozen import Unfreezable, thaw, window_of
 from hermes_host.messages import IMMUTABLE_TYPES, copy_data
@@ -61,8 +62,26 @@ def _copy_data(value: Any) -> Any:
     return copy_data(value)
 
 
+def _shallow(model: BaseModel) -> BaseModel:
+    """pydantic's ``BaseModel.__copy__`` without its per-attribute ``copy.copy`` dispatch:
+    the snapshot of a small request is on every fenced call's path (issue 15)."""
+    cls = type(model)
+    copied = cls.__new__(cls)
+    state = object.__getattribute__(model, "__dict__")
+    setattr_ = object.__setattr__
+    setattr_(copied, "__dict__", dict.copy(state))
+    extra = model.__pydantic_extra__
+    setattr_(copied, "__pydantic_extra__", None if extra is None else dict.copy(extra))
+    setattr_(copied, "__pydantic_fields_set__", set.copy(model.__pydantic_fields_set__))
+    private = getattr(model, "__pydantic_private__", None)
+    if private is not None:
+        private = {k: v for k, v in private.items() if v is not PydanticUndefined}
+    setattr_(copied, "__pydantic_private__", private)
+    return copied
+
+
 def _copy_model(model: BaseModel, *, share_handles: bool, share_messages: bool) -> BaseModel:
-    copied = model.__copy__()  # pydantic's own shallow copy (fields set, extras, private)
+    copied = _shallow(model)  # fields set, extras and private attributes, as pydantic's copy
     fields = copied.__dict__
     for name, value in fields.items():
         if type(value) in IMMUTABLE_TYPES:
@@ -85,6 +104,11 @@ def _copy_model(model: BaseModel, *, share_handles: bool, share_messages: bool) 
     extra = copied.__pydantic_extra__
     if extra:
         object.__setattr__(copied, "__pydantic_extra__", _copy_data(extra))
+    private = copied.__pydantic_private__
+    if private:  # private state is the model's too: copied, handles shared, like fields
+        for name, value in private.items():
+            if type(value) not in IMMUTABLE_TYPES and isinstance(value, _PLAIN_TYPES):
+                private[name] = _copy_data(value)
     return copied
 
 
