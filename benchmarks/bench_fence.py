@@ -165,6 +165,7 @@ def main() -> int:
         "snapshot": lambda: _snapshot(small),
     }
     samples: dict[str, list[float]] = {k: [] for k in cases}
+    load = os.getloadavg()[0]
     for _ in range(ROUNDS):  # interleaved
         for name, fn in cases.items():
             _measure(fn, PER_ROUND, samples[name])
@@ -189,7 +190,8 @@ def main() -> int:
     print("## fence\n")
     print(
         f"`should_compress` on a trivial plugin, {ROUNDS * PER_ROUND} calls each, interleaved; "
-        f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs.\n"
+        f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load:.1f} → "
+        f"{os.getloadavg()[0]:.1f} while measuring.\n"
     )
     print("| call | median µs | p99 µs |")
     print("|---|---:|---:|")
@@ -224,7 +226,8 @@ def main() -> int:
         f"inline) is {own:.1f} µs; the rest, {added - own:.1f} µs, is handing the call to a "
         f"worker thread and back (a bare round trip measured {floor_s[0]:.1f} µs in the same "
         "run). The hand-off is what varies between runs: waking an idle core on this shared "
-        "VM costs far more than on a busy one."
+        "VM costs far more than on a busy one (the load "
+        "average above says which this run was)."
     )
     print(
         f"- 200-message window ({source}): the fence adds {big_fenced[0] - big_bare[0]:.0f} µs "
