@@ -6,6 +6,7 @@ files with what changed across rounds, what a read file defines, a successful ed
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from hermes_host.llm import OfflineSummarizer, SummaryJob
@@ -127,3 +128,35 @@ def test_the_tail_of_a_clipped_path_is_not_a_file() -> None:
     files = parse_sections(summarize(msgs))["Relevant Files"]
     assert "`lib/spotter/transcripts/session.ex`" in files
     assert "`ser.ex`" not in files
+
+
+def test_a_rewrite_adds_what_the_file_did_not_hold_before_issue_14() -> None:
+    """A whole-file write has no old text: the names the session saw in the file before —
+    this round's read of it, or the previous summary's lines about it — stand for it, so
+    the write "adds" its new definitions, not the ones the file already had."""
+    path = "/repo/lib/app/render.ex"
+    old = ("     1→defmodule App.Render do\n     2→  def render(lines) do\n     3→  end\n"
+           "     4→  defp strip_ansi(text) do\n     5→  end\nend")
+    new = ("defmodule App.Render do\n  def render(lines) do\n  end\n"
+           "  defp strip_ansi(text), do: text\n  def render_enriched(lines) do\n  end\n"
+           "  defp relativize_in_text(text), do: text\nend\n")
+    first = [{"role": "user", "content": "Enrich the renderer"},
+             *_call(1, "Read", {"file_path": path}, old)]
+    rewrite = _call(2, "Write", {"file_path": path, "content": new},
+                    f"The file {path} has been updated successfully.")
+
+    def adds(summary: str) -> list[str]:
+        line = next(ln for ln in parse_sections(summary)["Completed Actions"].splitlines()
+                    if "WROTE" in ln)
+        return re.findall(r"`([^`]+)`", line.split("; adds ", 1)[1].split(";")[0])
+
+    # the read in the same round
+    assert adds(summarize([*first, *rewrite])) == ["render_enriched", "relativize_in_text"]
+    # the read in an earlier round: the previous summary says what the file defined
+    s1 = summarize(first)
+    assert "defines `App.Render`, `render`, `strip_ansi`" in s1
+    later = [{"role": "user", "content": "go on"}, *rewrite]
+    assert adds(summarize(later, previous_summary=s1)) == ["render_enriched",
+                                                           "relativize_in_text"]
+    # a file the session never saw: everything it defines is new
+    assert adds(summarize(later))[:3] == ["App.Render", "render", "strip_ansi"]

@@ -85,7 +85,7 @@ class OfflineSummarizer:
         # The job's messages are redacted by contract; redacting again costs ~0.1 s on the
         # largest transcript and keeps a bare secret out of the identifier index.
         messages = redacted_for_reading([m for m in (job.messages or []) if isinstance(m, dict)])
-        facts = _Extractor(messages).run()
+        facts = _Extractor(messages, job.previous_summary).run()
         composer = _Composer(self, job, facts)
         # Defence in depth: the job's messages should already be redacted.
         return redact(composer.compose())

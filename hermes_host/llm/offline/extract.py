@@ -12,13 +12,16 @@ from typing import Any
 from hermes_host.llm.offline.actions import (
     _COMMAND_KEYS,
     _MAX_OUTCOME,
+    _NEW_TEXT_KEYS,
     _PATH_KEYS,
+    _PRUNED_LINE_RE,
     _Action,
     _describe_call,
     _describe_result,
     _parse_args,
     _scan_window,
     change_note,
+    file_names,
     read_note,
 )
 from hermes_host.llm.offline.user_requests import (
@@ -129,8 +132,9 @@ def _is_decision(sentence: str) -> bool:
 
 
 class _Extractor:
-    def __init__(self, messages: list[Message]) -> None:
+    def __init__(self, messages: list[Message], previous: str | None = None) -> None:
         self.messages = messages
+        self._previous_lines = _noted_lines(previous)
         self.facts = _Facts()
         self._results: dict[str, str] = {}
         self._pending_answer = 0  # 1-based index of the question awaiting an answer
@@ -138,6 +142,7 @@ class _Extractor:
         self._scans: dict[str, _Scan] = {}  # text -> what _index found in it
         self._calls: dict[tuple[str, str], tuple[Any, str, str, str, str]] = {}
         self._outcomes: dict[tuple[str, str | None], tuple[str, bool, str | None, str]] = {}
+        self._known: dict[str, set[str]] = {}  # path -> names seen in it (reads, writes)
 
     def run(self) -> _Facts:
         for m in self.messages:
@@ -269,6 +274,7 @@ class _Extractor:
                 self._calls[(name, raw_args)] = described
         args, verb, target, key, change = described
         result = self._results.get(str(call.get("id")))
+        change = self._compared(verb, key, args, result, change)
         seen = self._outcomes.get((verb, result))
         if seen is None:
             seen = self._outcomes[(verb, result)] = (*_describe_result(verb, result),
@@ -306,6 +312,35 @@ class _Extractor:
                 status = one_line(summary[-1], 160) if summary else outcome
                 self.facts.last_test = f"`{one_line(command.splitlines()[0], 100)}` — {status}"
 
+    def _compared(self, verb: str, path: str, args: Any, result: str | None,
+                  change: str) -> str:
+        """``change`` for a write of a file the session saw before: compared with the names
+        it held (:func:`change_note`'s ``known``); and the names of each file read or
+        written are remembered for the next write."""
+        if verb == "READ" and result and not _PRUNED_LINE_RE.match(result.strip()):
+            self._known.setdefault(path, set()).update(file_names(result))
+        elif verb in ("WROTE", "CREATED", "EDITED") and isinstance(args, dict):
+            known = self._known.get(path) or self._noted(path)
+            if known and verb != "EDITED":
+                change = change_note(verb, args, known)
+            new = next((args[k] for k in _NEW_TEXT_KEYS if isinstance(args.get(k), str)), "")
+            if new:
+                names = file_names(new)
+                if verb == "EDITED":
+                    self._known.setdefault(path, set()).update(names)
+                else:
+                    self._known[path] = names
+        return change
+
+    def _noted(self, path: str) -> set[str]:
+        """The names the previous summary's lines about ``path`` give (what an earlier
+        round read or wrote in it); the summary spells paths below its project root."""
+        names: set[str] = set()
+        for shown, line_names in self._previous_lines:
+            if path == shown or path.endswith("/" + shown):
+                names |= line_names
+        return names
+
     def _record(self, action: _Action) -> None:
         self.facts.actions.append(action)
         if action.error:
@@ -337,6 +372,21 @@ class _Extractor:
             f.identifiers[h] += 1
         for u in units:
             f.figures[u] += 1
+
+
+_NOTED_LINE_RE = re.compile(r"`([^`\n]+/[^`\n]+|[^`\n/]+\.\w{1,8})` [^\n]*")
+_BACKTICKED_RE = re.compile(r"`([^`\n]+)`")
+
+
+def _noted_lines(previous: str | None) -> list[tuple[str, set[str]]]:
+    """(path, the names its line gives) for each line of ``previous`` that names a file
+    with something about it (``READ `a.py` — …; defines `load```)."""
+    out: list[tuple[str, set[str]]] = []
+    for m in _NOTED_LINE_RE.finditer(previous or ""):
+        names = set(_BACKTICKED_RE.findall(m.group(0)[len(m.group(1)) + 2:]))
+        if names:
+            out.append((m.group(1), names))
+    return out
 
 
 _Scan = tuple[tuple[str, ...], ...]
