@@ -160,3 +160,22 @@ def test_a_rewrite_adds_what_the_file_did_not_hold_before_issue_14() -> None:
                                                            "relativize_in_text"]
     # a file the session never saw: everything it defines is new
     assert adds(summarize(later))[:3] == ["App.Render", "render", "strip_ansi"]
+
+
+def test_a_file_an_earlier_round_opened_outranks_paths_only_listed_since() -> None:
+    """Issue 14: on claudecode-spotter-fa812bfe at 32K the test files the agent had read
+    (and later edited) left *Relevant Files* for paths a later round's listings only named.
+    A file the previous summary says was read ranks above paths this round only lists."""
+    first = [{"role": "user", "content": "Look at the live view tests"},
+             *_call(1, "Read", {"file_path": "test/web/live/session_live_test.exs"},
+                    "     1→defmodule Web.SessionLiveTest do\n     2→  use ExUnit.Case\nend")]
+    s1 = summarize(first)
+    listing = "\n".join(f"assets/vendor/theme_{i}.css" for i in range(12))
+    later = [{"role": "user", "content": "Find the stylesheets"},
+             *_call(2, "Glob", {"pattern": "assets/**/*.css"}, listing),
+             *_call(3, "Glob", {"pattern": "assets/vendor/*.css"}, listing)]
+    lines = parse_sections(summarize(later, previous_summary=s1))["Relevant Files"].splitlines()
+    at = next(i for i, ln in enumerate(lines) if "`test/web/live/session_live_test.exs`" in ln)
+    listed = [i for i, ln in enumerate(lines) if "theme_" in ln]
+    assert listed and at < min(listed), lines
+    assert lines[at].endswith("— read; defines `Web.SessionLiveTest`")
