@@ -9,6 +9,9 @@ import json
 import re
 from typing import Any
 
+import pytest
+from llm_helpers import load_transcript, transcript_files
+
 from hermes_host.llm import OfflineSummarizer, SummaryJob
 from hermes_host.llm.offline import parse_sections
 from hermes_host.llm.offline.actions import read_note
@@ -179,3 +182,30 @@ def test_a_file_an_earlier_round_opened_outranks_paths_only_listed_since() -> No
     listed = [i for i, ln in enumerate(lines) if "theme_" in ln]
     assert listed and at < min(listed), lines
     assert lines[at].endswith("— read; defines `Web.SessionLiveTest`")
+
+
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+
+
+def test_the_index_holds_no_fragment_of_a_uuid_issue_14() -> None:
+    """Issue 14: on claudecode-spotter-8463c716 a third of the *Critical Context* index
+    was dash-separated groups of the UUIDs in the transcript fixtures the agent read
+    (``79ed4dd9``, ``d38ce0621136``) — names of nothing, taking the place of real ones. A
+    group of a UUID is not a hex id; a commit hash still is."""
+    path = next((p for p in transcript_files()
+                 if p.name == "claudecode-spotter-8463c716.jsonl"), None)
+    if path is None:
+        pytest.skip("transcript claudecode-spotter-8463c716 not present")
+    msgs = load_transcript(path)[:60]
+    text = "\n".join(json.dumps(m) for m in msgs)
+    groups = {g for u in _UUID.findall(text) for g in u.split("-") if len(g) >= 7}
+    assert len(groups) > 20  # the fixtures the agent read are full of UUIDs
+    summary = summarize(msgs, budget_tokens=6000)
+    index = parse_sections(summary)["Critical Context"]
+    assert "Identifiers: " in index
+    assert not groups & set(re.findall(r"`([^`]+)`", index))
+    # a commit hash a tool printed is still an identifier
+    commit = [{"role": "user", "content": "Commit it"},
+              *_call(1, "Bash", {"command": "git commit -am fix"},
+                     "[main 04fff71] fix the parser\n 1 file changed")]
+    assert "`04fff71`" in summarize(commit)

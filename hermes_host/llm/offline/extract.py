@@ -60,7 +60,9 @@ _URL_RE = re.compile(r"\bhttps?://[^\s\"'<>)\]`]+")
 _SNAKE_RE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
 _CAMEL_RE = re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b")
 _ERRCLASS_RE = re.compile(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Failure)\b")
-_HEX_RE = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
+# a commit hash or hex id — not a dash-separated group of a UUID (``79ed4dd9`` of
+# ``79ed4dd9-9c66-46f4-af77-d38ce0621136``): a fragment names nothing an agent can use
+_HEX_RE = re.compile(r"(?<![\w-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w-])")
 _UNIT_RE = re.compile(
     r"\b\d+(?:[.,]\d+)?\s?(?:ms|s|sec|seconds|minutes|min|h|hours|KB|MB|GB|TB|kB|B|bytes|tokens"
     r"|lines|files|tests|%|px|rpm|req/s)\b"
