@@ -209,3 +209,35 @@ def test_the_index_holds_no_fragment_of_a_uuid_issue_14() -> None:
               *_call(1, "Bash", {"command": "git commit -am fix"},
                      "[main 04fff71] fix the parser\n 1 file changed")]
     assert "`04fff71`" in summarize(commit)
+
+
+def test_a_round_of_deeper_paths_keeps_the_earlier_root_issue_14() -> None:
+    """Issue 14: on claudecode-spotter-fa812bfe at 32K the 9th and 10th rounds read only
+    two LiveView modules (and the assistant named them bare), and the project root moved into
+    ``lib/spotter_web/live``: the files changed were then spelled ``pane_list_live.ex``
+    beside the earlier rounds' ``lib/spotter_web/live/pane_list_live.ex``. An earlier
+    round's root holds while it still holds the paths."""
+    root = "/home/USER/projects/spotter-worktrees/spotter-a0y"
+    live = f"{root}/lib/spotter_web/live"
+    reads = [{"role": "user", "content": "Compile and check the modified files"},
+             *_call(1, "Read", {"file_path": f"{live}/pane_list_live.ex"},
+                    "     1→defmodule SpotterWeb.PaneListLive do\nend"),
+             *_call(2, "Read", {"file_path": f"{live}/session_live.ex"},
+                    "     1→defmodule SpotterWeb.SessionLive do\nend"),
+             *_call(4, "Grep", {"pattern": "terminal_scrolled",
+                                "path": f"{live}/pane_view_live.ex"}, "174:  def handle_event"),
+             *_call(3, "Edit", {"file_path": f"{live}/pane_list_live.ex", "old_string": "a",
+                                "new_string": "def session_status_badge(assigns), do: 1"},
+                    f"The file {live}/pane_list_live.ex has been updated successfully."),
+             {"role": "assistant", "content": "Compilation clean: pane_list_live.ex and "
+              "session_live.ex build. Now the Status column of the hidden table."}]
+    earlier = summarize([{"role": "user", "content": "Work on the bead"},
+                         *_call(9, "Read", {"file_path": f"{root}/mix.exs"}, "defmodule M do"),
+                         *_call(8, "Read", {"file_path": f"{root}/lib/spotter/a.ex"}, "x"),
+                         *_call(7, "Read", {"file_path": f"{root}/test/a_test.exs"}, "y")])
+    assert f"Project root: `{root}`" in earlier
+    later = summarize(reads, previous_summary=earlier)
+    assert f"Project root: `{root}`" in later
+    files = parse_sections(later)["Relevant Files"]
+    assert "`lib/spotter_web/live/pane_list_live.ex` (changed)" in files
+    assert "`pane_list_live.ex` (changed)" not in files

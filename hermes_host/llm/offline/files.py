@@ -84,6 +84,10 @@ def _project_root(files: Counter[str], previous: str | None = None) -> str | Non
     best = [d for d, n in counts.items() if n * 2 >= len(absolute)]
     if not best:
         return previous
+    if previous in best:
+        # a round whose paths all sit deeper (two reads in ``lib/x/live``) does not move an
+        # earlier round's root into them: the summary keeps one spelling of each path
+        best = [d for d in best if not d.startswith(previous + "/")]
     # the session's own relative spellings (``lib/x/y.ex``) say where its project root is:
     # shortening below a deeper directory would leave fragments (``y.ex``) that name
     # nothing the agent writes, and a path the summary cannot be matched against
