@@ -321,3 +321,17 @@ def read_note(verb: str, result: str | None) -> str:
     defined = list(dict.fromkeys(_DEFINES_RE.findall(result[:60_000])))[:_MAX_NAMES + 2]
     return "defines " + ", ".join(f"`{n}`" for n in defined) if defined else ""
 
+
+_NOTED_LINE_RE = re.compile(r"`([^`\n]+/[^`\n]+|[^`\n/]+\.\w{1,8})` [^\n]*")
+_BACKTICKED_RE = re.compile(r"`([^`\n]+)`")
+
+
+def noted_lines(previous: str | None) -> list[tuple[str, set[str]]]:
+    """(path, the names its line gives) for each line of ``previous`` that names a file
+    with something about it (``READ `a.py` — …; defines `load```)."""
+    out: list[tuple[str, set[str]]] = []
+    for m in _NOTED_LINE_RE.finditer(previous or ""):
+        names = set(_BACKTICKED_RE.findall(m.group(0)[len(m.group(1)) + 2:]))
+        if names:
+            out.append((m.group(1), names))
+    return out

@@ -22,14 +22,16 @@ from hermes_host.llm.offline.actions import (
     _scan_window,
     change_note,
     file_names,
+    noted_lines,
     read_note,
 )
+from hermes_host.llm.offline.handover import FIXED_LABEL, Handover, read_handover
 from hermes_host.llm.offline.user_requests import (
     _PLATFORM_NAMES,
     SKILL_MARKER_RE,
     request_text,
 )
-from hermes_host.messages import one_line, text_of
+from hermes_host.messages import one_line, segments_of, text_of
 from hermes_host.models import Message
 from hermes_host.redact import REDACTED
 
@@ -115,6 +117,8 @@ class _Facts:
     urls: Counter[str] = field(default_factory=Counter)
     figures: Counter[str] = field(default_factory=Counter)
     redacted: bool = False
+    handover: Handover | None = None
+    """The open threads of the newest platform continuation summary in the middle."""
 
 
 
@@ -136,7 +140,7 @@ def _is_decision(sentence: str) -> bool:
 class _Extractor:
     def __init__(self, messages: list[Message], previous: str | None = None) -> None:
         self.messages = messages
-        self._previous_lines = _noted_lines(previous)
+        self._previous_lines = noted_lines(previous)
         self.facts = _Facts()
         self._results: dict[str, str] = {}
         self._pending_answer = 0  # 1-based index of the question awaiting an answer
@@ -178,6 +182,11 @@ class _Extractor:
         if m.get("name") in _PLATFORM_NAMES:
             self._aider_console(text)
             return
+        for segment in segments_of(m):
+            handover = read_handover(segment)
+            if handover is not None:
+                self.facts.handover = handover
+                self.facts.decisions.extend(f"{FIXED_LABEL}: {fix}" for fix in handover.fixes)
         found = request_text(m)
         if found is None:
             self._index(_scan_window(text), weight=1)
@@ -374,21 +383,6 @@ class _Extractor:
             f.identifiers[h] += 1
         for u in units:
             f.figures[u] += 1
-
-
-_NOTED_LINE_RE = re.compile(r"`([^`\n]+/[^`\n]+|[^`\n/]+\.\w{1,8})` [^\n]*")
-_BACKTICKED_RE = re.compile(r"`([^`\n]+)`")
-
-
-def _noted_lines(previous: str | None) -> list[tuple[str, set[str]]]:
-    """(path, the names its line gives) for each line of ``previous`` that names a file
-    with something about it (``READ `a.py` — …; defines `load```)."""
-    out: list[tuple[str, set[str]]] = []
-    for m in _NOTED_LINE_RE.finditer(previous or ""):
-        names = set(_BACKTICKED_RE.findall(m.group(0)[len(m.group(1)) + 2:]))
-        if names:
-            out.append((m.group(1), names))
-    return out
 
 
 _Scan = tuple[tuple[str, ...], ...]
