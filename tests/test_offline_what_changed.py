@@ -6,7 +6,11 @@ files with what changed across rounds, what a read file defines, a successful ed
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+
+import pytest
+from llm_helpers import load_transcript, transcript_files
 
 from hermes_host.llm import OfflineSummarizer, SummaryJob
 from hermes_host.llm.offline import parse_sections
@@ -127,3 +131,113 @@ def test_the_tail_of_a_clipped_path_is_not_a_file() -> None:
     files = parse_sections(summarize(msgs))["Relevant Files"]
     assert "`lib/spotter/transcripts/session.ex`" in files
     assert "`ser.ex`" not in files
+
+
+def test_a_rewrite_adds_what_the_file_did_not_hold_before_issue_14() -> None:
+    """A whole-file write has no old text: the names the session saw in the file before —
+    this round's read of it, or the previous summary's lines about it — stand for it, so
+    the write "adds" its new definitions, not the ones the file already had."""
+    path = "/repo/lib/app/render.ex"
+    old = ("     1→defmodule App.Render do\n     2→  def render(lines) do\n     3→  end\n"
+           "     4→  defp strip_ansi(text) do\n     5→  end\nend")
+    new = ("defmodule App.Render do\n  def render(lines) do\n  end\n"
+           "  defp strip_ansi(text), do: text\n  def render_enriched(lines) do\n  end\n"
+           "  defp relativize_in_text(text), do: text\nend\n")
+    first = [{"role": "user", "content": "Enrich the renderer"},
+             *_call(1, "Read", {"file_path": path}, old)]
+    rewrite = _call(2, "Write", {"file_path": path, "content": new},
+                    f"The file {path} has been updated successfully.")
+
+    def adds(summary: str) -> list[str]:
+        line = next(ln for ln in parse_sections(summary)["Completed Actions"].splitlines()
+                    if "WROTE" in ln)
+        return re.findall(r"`([^`]+)`", line.split("; adds ", 1)[1].split(";")[0])
+
+    # the read in the same round
+    assert adds(summarize([*first, *rewrite])) == ["render_enriched", "relativize_in_text"]
+    # the read in an earlier round: the previous summary says what the file defined
+    s1 = summarize(first)
+    assert "defines `App.Render`, `render`, `strip_ansi`" in s1
+    later = [{"role": "user", "content": "go on"}, *rewrite]
+    assert adds(summarize(later, previous_summary=s1)) == ["render_enriched",
+                                                           "relativize_in_text"]
+    # a file the session never saw: everything it defines is new
+    assert adds(summarize(later))[:3] == ["App.Render", "render", "strip_ansi"]
+
+
+def test_a_file_an_earlier_round_opened_outranks_paths_only_listed_since() -> None:
+    """Issue 14: on claudecode-spotter-fa812bfe at 32K the test files the agent had read
+    (and later edited) left *Relevant Files* for paths a later round's listings only named.
+    A file the previous summary says was read ranks above paths this round only lists."""
+    first = [{"role": "user", "content": "Look at the live view tests"},
+             *_call(1, "Read", {"file_path": "test/web/live/session_live_test.exs"},
+                    "     1→defmodule Web.SessionLiveTest do\n     2→  use ExUnit.Case\nend")]
+    s1 = summarize(first)
+    listing = "\n".join(f"assets/vendor/theme_{i}.css" for i in range(12))
+    later = [{"role": "user", "content": "Find the stylesheets"},
+             *_call(2, "Glob", {"pattern": "assets/**/*.css"}, listing),
+             *_call(3, "Glob", {"pattern": "assets/vendor/*.css"}, listing)]
+    lines = parse_sections(summarize(later, previous_summary=s1))["Relevant Files"].splitlines()
+    at = next(i for i, ln in enumerate(lines) if "`test/web/live/session_live_test.exs`" in ln)
+    listed = [i for i, ln in enumerate(lines) if "theme_" in ln]
+    assert listed and at < min(listed), lines
+    assert lines[at].endswith("— read; defines `Web.SessionLiveTest`")
+
+
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+
+
+def test_the_index_holds_no_fragment_of_a_uuid_issue_14() -> None:
+    """Issue 14: on claudecode-spotter-8463c716 a third of the *Critical Context* index
+    was dash-separated groups of the UUIDs in the transcript fixtures the agent read
+    (``79ed4dd9``, ``d38ce0621136``) — names of nothing, taking the place of real ones. A
+    group of a UUID is not a hex id; a commit hash still is."""
+    path = next((p for p in transcript_files()
+                 if p.name == "claudecode-spotter-8463c716.jsonl"), None)
+    if path is None:
+        pytest.skip("transcript claudecode-spotter-8463c716 not present")
+    msgs = load_transcript(path)[:60]
+    text = "\n".join(json.dumps(m) for m in msgs)
+    groups = {g for u in _UUID.findall(text) for g in u.split("-") if len(g) >= 7}
+    assert len(groups) > 20  # the fixtures the agent read are full of UUIDs
+    summary = summarize(msgs, budget_tokens=6000)
+    index = parse_sections(summary)["Critical Context"]
+    assert "Identifiers: " in index
+    assert not groups & set(re.findall(r"`([^`]+)`", index))
+    # a commit hash a tool printed is still an identifier
+    commit = [{"role": "user", "content": "Commit it"},
+              *_call(1, "Bash", {"command": "git commit -am fix"},
+                     "[main 04fff71] fix the parser\n 1 file changed")]
+    assert "`04fff71`" in summarize(commit)
+
+
+def test_a_round_of_deeper_paths_keeps_the_earlier_root_issue_14() -> None:
+    """Issue 14: on claudecode-spotter-fa812bfe at 32K the 9th and 10th rounds read only
+    two LiveView modules (and the assistant named them bare), and the project root moved into
+    ``lib/spotter_web/live``: the files changed were then spelled ``pane_list_live.ex``
+    beside the earlier rounds' ``lib/spotter_web/live/pane_list_live.ex``. An earlier
+    round's root holds while it still holds the paths."""
+    root = "/home/USER/projects/spotter-worktrees/spotter-a0y"
+    live = f"{root}/lib/spotter_web/live"
+    reads = [{"role": "user", "content": "Compile and check the modified files"},
+             *_call(1, "Read", {"file_path": f"{live}/pane_list_live.ex"},
+                    "     1→defmodule SpotterWeb.PaneListLive do\nend"),
+             *_call(2, "Read", {"file_path": f"{live}/session_live.ex"},
+                    "     1→defmodule SpotterWeb.SessionLive do\nend"),
+             *_call(4, "Grep", {"pattern": "terminal_scrolled",
+                                "path": f"{live}/pane_view_live.ex"}, "174:  def handle_event"),
+             *_call(3, "Edit", {"file_path": f"{live}/pane_list_live.ex", "old_string": "a",
+                                "new_string": "def session_status_badge(assigns), do: 1"},
+                    f"The file {live}/pane_list_live.ex has been updated successfully."),
+             {"role": "assistant", "content": "Compilation clean: pane_list_live.ex and "
+              "session_live.ex build. Now the Status column of the hidden table."}]
+    earlier = summarize([{"role": "user", "content": "Work on the bead"},
+                         *_call(9, "Read", {"file_path": f"{root}/mix.exs"}, "defmodule M do"),
+                         *_call(8, "Read", {"file_path": f"{root}/lib/spotter/a.ex"}, "x"),
+                         *_call(7, "Read", {"file_path": f"{root}/test/a_test.exs"}, "y")])
+    assert f"Project root: `{root}`" in earlier
+    later = summarize(reads, previous_summary=earlier)
+    assert f"Project root: `{root}`" in later
+    files = parse_sections(later)["Relevant Files"]
+    assert "`lib/spotter_web/live/pane_list_live.ex` (changed)" in files
+    assert "`pane_list_live.ex` (changed)" not in files

@@ -16,11 +16,17 @@ What goes where (R-7.2):
 * **Constraints & Preferences** — user sentences that state a rule (``must``, ``don't``,
   ``only``, ``never`` …), verbatim; nothing is invented.
 * **Completed Actions** — ``N. ACTION target — outcome [tool: name]`` per tool call, with
-  commands, paths, exit codes, errors and line counts; numbering continues the previous
-  summary's; with ``job.today`` each is a dated past-tense fact.
-* **Active State** — working directory, changed files, last test run, background processes.
+  commands, paths, exit codes, errors and line counts, and for an edit or write the names it
+  adds (for a whole-file write, those the file did not hold when the session last saw it —
+  this round's read, or the previous summary's lines about it); numbering continues the
+  previous summary's; with ``job.today`` each is a dated past-tense fact.
+* **Active State** — working directory, changed files, last test run, background processes,
+  and the pending tasks, current work and next step of a platform's own continuation
+  summary met in the middle (Claude Code's "This session is being continued …"), carried
+  until a newer one replaces them.
 * **Blocked** — exact error lines whose command/target has not succeeded since.
-* **Key Decisions** — assistant sentences that decide something and say why.
+* **Key Decisions** — assistant sentences that decide something and say why, and the errors a
+  continuation summary says were fixed, with the fix.
 * **Resolved Questions** — user questions and the first sentence of the answer; unattended
   sessions get :data:`NO_USER_QUESTIONS`.
 * **Relevant Files** (changed files first, then the most used; each with what the session
@@ -85,7 +91,7 @@ class OfflineSummarizer:
         # The job's messages are redacted by contract; redacting again costs ~0.1 s on the
         # largest transcript and keeps a bare secret out of the identifier index.
         messages = redacted_for_reading([m for m in (job.messages or []) if isinstance(m, dict)])
-        facts = _Extractor(messages).run()
+        facts = _Extractor(messages, job.previous_summary).run()
         composer = _Composer(self, job, facts)
         # Defence in depth: the job's messages should already be redacted.
         return redact(composer.compose())

@@ -275,10 +275,23 @@ def _names(text: str, limit: int = _MAX_NAMES) -> list[str]:
     return list(dict.fromkeys(_NAME_RE.findall(text)))[:limit]
 
 
-def change_note(verb: str, args: dict[str, Any] | str) -> str:
+def file_names(text: str) -> set[str]:
+    """The names a file's text holds (identifiers and the names it defines, dotted module
+    names included): what a whole-file write is compared with (:func:`change_note`)."""
+    window = text[:_KNOWN_SCAN]
+    return set(_NAME_RE.findall(window)) | set(_DEFINES_RE.findall(window))
+
+
+_KNOWN_SCAN = 60_000
+
+
+def change_note(verb: str, args: dict[str, Any] | str, known: set[str] | None = None) -> str:
     """What an edit changed, in names (issue 14: files touched *with what changed*): the
     identifiers of the new text, those the old text lacked first (``new `a`, `b`; around
-    `c```) — an edit's tool result ("The file … has been updated") says nothing of it."""
+    `c```) — an edit's tool result ("The file … has been updated") says nothing of it.
+    A write has no old text: ``known`` (the names the session saw in the file before, by
+    :func:`file_names` of an earlier read or write) stands for it, so rewriting a file
+    the session had read "adds" what is new in it, not the definitions it already had."""
     if not isinstance(args, dict) or verb not in ("EDITED", "WROTE", "CREATED"):
         return ""
     new = next((args[k] for k in _NEW_TEXT_KEYS if isinstance(args.get(k), str)), "")
@@ -288,6 +301,8 @@ def change_note(verb: str, args: dict[str, Any] | str) -> str:
     defined = _DEFINES_RE.findall(new[:20_000])
     names = _names(new[:20_000], 40)
     old_names = set(_NAME_RE.findall(old[:20_000]))
+    if not old and known:
+        old_names = known
     added = [n for n in dict.fromkeys([*defined, *names]) if n not in old_names]
     kept = [n for n in names if n in old_names and n not in added]
     parts = []
@@ -306,3 +321,17 @@ def read_note(verb: str, result: str | None) -> str:
     defined = list(dict.fromkeys(_DEFINES_RE.findall(result[:60_000])))[:_MAX_NAMES + 2]
     return "defines " + ", ".join(f"`{n}`" for n in defined) if defined else ""
 
+
+_NOTED_LINE_RE = re.compile(r"`([^`\n]+/[^`\n]+|[^`\n/]+\.\w{1,8})` [^\n]*")
+_BACKTICKED_RE = re.compile(r"`([^`\n]+)`")
+
+
+def noted_lines(previous: str | None) -> list[tuple[str, set[str]]]:
+    """(path, the names its line gives) for each line of ``previous`` that names a file
+    with something about it (``READ `a.py` — …; defines `load```)."""
+    out: list[tuple[str, set[str]]] = []
+    for m in _NOTED_LINE_RE.finditer(previous or ""):
+        names = set(_BACKTICKED_RE.findall(m.group(0)[len(m.group(1)) + 2:]))
+        if names:
+            out.append((m.group(1), names))
+    return out

@@ -12,21 +12,26 @@ from typing import Any
 from hermes_host.llm.offline.actions import (
     _COMMAND_KEYS,
     _MAX_OUTCOME,
+    _NEW_TEXT_KEYS,
     _PATH_KEYS,
+    _PRUNED_LINE_RE,
     _Action,
     _describe_call,
     _describe_result,
     _parse_args,
     _scan_window,
     change_note,
+    file_names,
+    noted_lines,
     read_note,
 )
+from hermes_host.llm.offline.handover import FIXED_LABEL, Handover, read_handover
 from hermes_host.llm.offline.user_requests import (
     _PLATFORM_NAMES,
     SKILL_MARKER_RE,
     request_text,
 )
-from hermes_host.messages import one_line, text_of
+from hermes_host.messages import one_line, segments_of, text_of
 from hermes_host.models import Message
 from hermes_host.redact import REDACTED
 
@@ -57,7 +62,9 @@ _URL_RE = re.compile(r"\bhttps?://[^\s\"'<>)\]`]+")
 _SNAKE_RE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
 _CAMEL_RE = re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b")
 _ERRCLASS_RE = re.compile(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Failure)\b")
-_HEX_RE = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
+# a commit hash or hex id — not a dash-separated group of a UUID (``79ed4dd9`` of
+# ``79ed4dd9-9c66-46f4-af77-d38ce0621136``): a fragment names nothing an agent can use
+_HEX_RE = re.compile(r"(?<![\w-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w-])")
 _UNIT_RE = re.compile(
     r"\b\d+(?:[.,]\d+)?\s?(?:ms|s|sec|seconds|minutes|min|h|hours|KB|MB|GB|TB|kB|B|bytes|tokens"
     r"|lines|files|tests|%|px|rpm|req/s)\b"
@@ -110,6 +117,8 @@ class _Facts:
     urls: Counter[str] = field(default_factory=Counter)
     figures: Counter[str] = field(default_factory=Counter)
     redacted: bool = False
+    handover: Handover | None = None
+    """The open threads of the newest platform continuation summary in the middle."""
 
 
 
@@ -129,8 +138,9 @@ def _is_decision(sentence: str) -> bool:
 
 
 class _Extractor:
-    def __init__(self, messages: list[Message]) -> None:
+    def __init__(self, messages: list[Message], previous: str | None = None) -> None:
         self.messages = messages
+        self._previous_lines = noted_lines(previous)
         self.facts = _Facts()
         self._results: dict[str, str] = {}
         self._pending_answer = 0  # 1-based index of the question awaiting an answer
@@ -138,6 +148,7 @@ class _Extractor:
         self._scans: dict[str, _Scan] = {}  # text -> what _index found in it
         self._calls: dict[tuple[str, str], tuple[Any, str, str, str, str]] = {}
         self._outcomes: dict[tuple[str, str | None], tuple[str, bool, str | None, str]] = {}
+        self._known: dict[str, set[str]] = {}  # path -> names seen in it (reads, writes)
 
     def run(self) -> _Facts:
         for m in self.messages:
@@ -171,6 +182,11 @@ class _Extractor:
         if m.get("name") in _PLATFORM_NAMES:
             self._aider_console(text)
             return
+        for segment in segments_of(m):
+            handover = read_handover(segment)
+            if handover is not None:
+                self.facts.handover = handover
+                self.facts.decisions.extend(f"{FIXED_LABEL}: {fix}" for fix in handover.fixes)
         found = request_text(m)
         if found is None:
             self._index(_scan_window(text), weight=1)
@@ -269,6 +285,7 @@ class _Extractor:
                 self._calls[(name, raw_args)] = described
         args, verb, target, key, change = described
         result = self._results.get(str(call.get("id")))
+        change = self._compared(verb, key, args, result, change)
         seen = self._outcomes.get((verb, result))
         if seen is None:
             seen = self._outcomes[(verb, result)] = (*_describe_result(verb, result),
@@ -305,6 +322,35 @@ class _Extractor:
                 summary = [ln.strip() for ln in _TEST_SUMMARY_RE.findall(_scan_window(result))]
                 status = one_line(summary[-1], 160) if summary else outcome
                 self.facts.last_test = f"`{one_line(command.splitlines()[0], 100)}` — {status}"
+
+    def _compared(self, verb: str, path: str, args: Any, result: str | None,
+                  change: str) -> str:
+        """``change`` for a write of a file the session saw before: compared with the names
+        it held (:func:`change_note`'s ``known``); and the names of each file read or
+        written are remembered for the next write."""
+        if verb == "READ" and result and not _PRUNED_LINE_RE.match(result.strip()):
+            self._known.setdefault(path, set()).update(file_names(result))
+        elif verb in ("WROTE", "CREATED", "EDITED") and isinstance(args, dict):
+            known = self._known.get(path) or self._noted(path)
+            if known and verb != "EDITED":
+                change = change_note(verb, args, known)
+            new = next((args[k] for k in _NEW_TEXT_KEYS if isinstance(args.get(k), str)), "")
+            if new:
+                names = file_names(new)
+                if verb == "EDITED":
+                    self._known.setdefault(path, set()).update(names)
+                else:
+                    self._known[path] = names
+        return change
+
+    def _noted(self, path: str) -> set[str]:
+        """The names the previous summary's lines about ``path`` give (what an earlier
+        round read or wrote in it); the summary spells paths below its project root."""
+        names: set[str] = set()
+        for shown, line_names in self._previous_lines:
+            if path == shown or path.endswith("/" + shown):
+                names |= line_names
+        return names
 
     def _record(self, action: _Action) -> None:
         self.facts.actions.append(action)

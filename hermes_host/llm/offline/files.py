@@ -49,7 +49,11 @@ def file_lines(facts: _Facts, previous: str, root: str | None) -> list[str]:
             known.add(action.outcome)
     out = []
     was_changed = {norm(p) for p, note in carried_notes.items() if note.changed}
-    for n, (path, flag) in enumerate(_rank_files(facts, carried, root, was_changed)[:60]):
+    # a file an earlier round opened (read, edited …) is one the agent comes back to: it
+    # outranks the paths this round only names (a listing, a grep hit)
+    was_opened = {norm(p) for p, note in carried_notes.items() if note.did}
+    ranked = _rank_files(facts, carried, root, was_changed, was_opened)
+    for n, (path, flag) in enumerate(ranked[:60]):
         note = notes.get(path)
         if note is not None and note.changed and not flag:
             flag = " (changed)"
@@ -80,6 +84,10 @@ def _project_root(files: Counter[str], previous: str | None = None) -> str | Non
     best = [d for d, n in counts.items() if n * 2 >= len(absolute)]
     if not best:
         return previous
+    if previous in best:
+        # a round whose paths all sit deeper (two reads in ``lib/x/live``) does not move an
+        # earlier round's root into them: the summary keeps one spelling of each path
+        best = [d for d in best if not d.startswith(previous + "/")]
     # the session's own relative spellings (``lib/x/y.ex``) say where its project root is:
     # shortening below a deeper directory would leave fragments (``y.ex``) that name
     # nothing the agent writes, and a path the summary cannot be matched against
@@ -177,6 +185,7 @@ def _rank_files(
     previous: list[str],
     root: str | None,
     was_changed: set[str] | frozenset[str] = frozenset(),
+    was_opened: set[str] | frozenset[str] = frozenset(),
 ) -> list[tuple[str, str]]:
     """Paths by mentions (files changed this round or, per the previous summary, earlier
     first); absolute and root-relative spellings of one file are merged so it is listed
@@ -193,5 +202,6 @@ def _rank_files(
         scores[norm(path)] += 2
     changed = {norm(p) for p in facts.changed}
     ranked = sorted(scores, key=lambda p: (
-        -(scores[p] + (10 if p in changed else 5 if p in was_changed else 0)), p))
+        -(scores[p] + (10 if p in changed else 5 if p in was_changed
+                       else 4 if p in was_opened else 0)), p))
     return [(p, " (changed)" if p in changed else "") for p in ranked]

@@ -13,6 +13,7 @@ from hermes_host.llm.offline.actions import _Action
 from hermes_host.llm.offline.budget import _assemble, _Item, unescape_headings
 from hermes_host.llm.offline.extract import _Facts, _sentences
 from hermes_host.llm.offline.files import _bullets, _project_root, file_lines
+from hermes_host.llm.offline.handover import HANDOVER_LABELS
 from hermes_host.llm.offline.user_requests import (
     _NO_REQUEST_SNAPSHOT,
     CRON_GOAL,
@@ -191,6 +192,12 @@ class _Composer:
             state += [s for s in prev_state if s.startswith("Last test run")]
         if facts.background:
             state.append("Background processes: " + "; ".join(_dedupe(facts.background)[-5:]))
+        # the open threads of a platform's continuation summary: this round's, else the
+        # previous summary's until a newer one replaces them
+        if facts.handover is not None:
+            state += facts.handover.state_lines()
+        else:
+            state += [s for s in prev_state if s.startswith(HANDOVER_LABELS)]
         if facts.actions:
             last = facts.actions[-1]
             state.append(f"Last action: {last.verb} {last.target} — {last.outcome}")

@@ -186,8 +186,12 @@ def test_r6_1_args_inside_tail_are_not_clipped_by_compress(
         for m in recorder.jobs[0].messages
         if m.get("tool_calls") and m["tool_calls"][0]["id"] == "call_98"
     )
-    clipped = json.loads(middle_call["tool_calls"][0]["function"]["arguments"])
-    assert clipped["file_path"] == "x.py" and "truncated 5,700 chars" in clipped["content"]
+    # the prompt an LLM reads shows the clip; the job's messages (what an extractive
+    # summariser reads, at no token cost) carry the call whole (issue 14: a clipped write
+    # left the summary's "what changed" with the first 300 characters of the file)
+    assert "truncated 5,700 chars" in recorder.jobs[0].prompt
+    whole = json.loads(middle_call["tool_calls"][0]["function"]["arguments"])
+    assert whole == big_args
 
 
 def test_r6_1_pressure_pass_demotes_finished_outputs_in_overfull_tail() -> None:

@@ -11,6 +11,7 @@ tool output, and a budget measured on them starved the summary).
 
 from __future__ import annotations
 
+import json
 import re
 
 from compressor_helpers import RecordingSummarizer, compress_request, tool_turn
@@ -120,3 +121,22 @@ def test_originals_given_back_are_redacted_r7_1() -> None:
     out = with_originals(pruned, pruned, original)
     assert "hunter2" not in text_of(out[0]) and "DB_PASSWORD=" in text_of(out[0])
     assert original[0]["content"].startswith(secret)  # input not mutated
+
+
+def test_call_arguments_given_back_are_redacted_r7_1() -> None:
+    """The clipped call's original arguments come from before step 1 too: redacted as they
+    are given back, the rest of the message (its content) as the middle had it."""
+    secret = 'DB_PASSWORD="hunter2-correct-horse-battery"'
+    args = {"file_path": "config/settings.py", "content": f"{secret}\n" + "x = 1\n" * 600}
+    call = {"id": "c1", "type": "function",
+            "function": {"name": "Write", "arguments": json.dumps(args)}}
+    original = [{"role": "assistant", "content": "Writing the settings.", "tool_calls": [call]}]
+    clipped = {**call, "function": {"name": "Write", "arguments": json.dumps(
+        {"file_path": "config/settings.py", "content": "x…[truncated 3,640 chars]"})}}
+    pruned = [{**original[0], "tool_calls": [clipped]}]
+    out = with_originals(pruned, pruned, original)
+    given = json.loads(out[0]["tool_calls"][0]["function"]["arguments"])
+    assert given["content"].endswith("x = 1\n" * 3) and given["content"].count("x = 1") == 600
+    assert "hunter2" not in given["content"] and "DB_PASSWORD=" in given["content"]
+    assert out[0]["content"] == "Writing the settings."
+    assert "hunter2" in original[0]["tool_calls"][0]["function"]["arguments"]  # not mutated
