@@ -17,7 +17,7 @@ from typing import Any
 from hermes_host.models import Message
 from hermes_host.store import Guards, StaleSessionError, StoredMessage, WindowMarker
 from hermes_host.store.codec import ROW_COLUMNS, STORED_COLUMNS, decode_row, stored_from_row
-from hermes_host.store.rules import Prepared, encode_state, prepare_messages, rotated_message
+from hermes_host.store.rules import Prepared, encode_state, prepare_messages
 from hermes_store_postgres._base import MSG_COLS, NOW, WINDOW_ORDER, Conn, errors
 from hermes_store_postgres.schema import SEARCH_VECTOR
 from hermes_store_postgres.sessions import SessionRooms
@@ -84,9 +84,6 @@ scan the pending rows meanwhile, so nothing committed is ever unsearchable."""
 
 class MessageRooms(SessionRooms):
     """Messages (one row each, stored once), guards, usage and engine state."""
-
-    def _rotated(self, conn: Conn, session_id: str, outcome: str) -> str:
-        return rotated_message(session_id, self._tip(conn, session_id), outcome)
 
     def _window_counts(self, session_id: str, size: int) -> dict[tuple[Any, ...], int]:
         """Token counts of the window's head and tail rows (``size`` each: a compressed

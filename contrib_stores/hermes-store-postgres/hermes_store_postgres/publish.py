@@ -33,15 +33,12 @@ from hermes_host.store.rules import (
     COPIED_ON_ROTATE,
     lease_seconds,
     lost_lease_message,
-    next_title,
     plan_publish,
     prepare_messages,
     split_snapshot,
-    title_base,
 )
 from hermes_store_postgres._base import MSG_COLS, NOW, WINDOW_ORDER, Conn, errors
 from hermes_store_postgres.messages import MessageRooms
-from hermes_store_postgres.sessions import numbered
 
 __all__ = ["PublishRooms"]
 
@@ -199,8 +196,7 @@ class PublishRooms(MessageRooms):
         child_title = title
         if mode == "rotate":
             if title:
-                base_title = title_base(title)
-                child_title = next_title(base_title, numbered(conn, base_title))
+                child_title = self._next_title(conn, title)
             conn.execute(
                 f"INSERT INTO sessions (id, parent_session_id, title, created_at, "
                 f"last_activity_at, last_activity_kind, compression_count, {COPIED_ON_ROTATE}) "

@@ -13,21 +13,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hermes_host.models import Message
-from hermes_host.store.base import (
-    Guards,
-    SessionNotFoundError,
-    StaleSessionError,
-    StoredMessage,
-    WindowMarker,
-)
+from hermes_host.store.base import Guards, StaleSessionError, StoredMessage, WindowMarker
 from hermes_host.store.codec import STORED_COLUMNS, decode_row, stored_from_row
-from hermes_host.store.rules import (
-    Prepared,
-    count_tokens,
-    encode_state,
-    prepare_messages,
-    rotated_message,
-)
+from hermes_host.store.rules import Prepared, count_tokens, encode_state, prepare_messages
 from hermes_host.store.sqlite._base import MSG_COLS, WINDOW_ORDER, errors
 from hermes_host.store.sqlite.fts import catch_up_trigram
 from hermes_host.store.sqlite.sessions import SessionRooms
@@ -103,10 +91,6 @@ class _BackgroundCount:
 
 class MessageRooms(SessionRooms):
     """Messages (one row each, stored once), guards, usage and engine state."""
-
-    def _rotated(self, conn: sqlite3.Connection, session_id: str, outcome: str) -> str:
-        """Why a session a compression rotated takes no more writes."""
-        return rotated_message(session_id, self._tip(conn, session_id), outcome)
 
     def _window_counts(self, session_id: str, size: int) -> dict[tuple[Any, ...], int]:
         """Token counts of the window's head and tail rows (``size`` each: a compressed
@@ -239,7 +223,7 @@ class MessageRooms(SessionRooms):
                 (tip,),
             ).fetchone()
             if row is None:
-                raise SessionNotFoundError(f"no session with id {tip!r} in {self.path}")
+                raise self._missing(tip)
             if row[0] != "compression" or tip != session_id:
                 break
             tip = self._tip(conn, session_id)
@@ -321,7 +305,7 @@ class MessageRooms(SessionRooms):
             .fetchone()
         )
         if row is None:
-            raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
+            raise self._missing(session_id)
         return Guards(row[0], row[1], row[2], row[3])
 
     @errors("writing guards")
@@ -339,7 +323,7 @@ class MessageRooms(SessionRooms):
                 ),
             )
             if cur.rowcount == 0:
-                raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
+                raise self._missing(session_id)
 
     @errors("recording usage")
     def add_usage(
@@ -371,7 +355,7 @@ class MessageRooms(SessionRooms):
                 ),
             )
             if cur.rowcount == 0:
-                raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
+                raise self._missing(session_id)
 
 
     # -- engine state -----------------------------------------------------------------------

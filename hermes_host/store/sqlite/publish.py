@@ -16,7 +16,6 @@ from hermes_host.store.base import (
     LeaseLostError,
     PublishMode,
     PublishResult,
-    SessionNotFoundError,
     StaleSessionError,
     StoreError,
     WindowMarker,
@@ -27,15 +26,12 @@ from hermes_host.store.rules import (
     COPIED_ON_ROTATE,
     lease_seconds,
     lost_lease_message,
-    next_title,
     plan_publish,
     prepare_messages,
     split_snapshot,
-    title_base,
 )
 from hermes_host.store.sqlite._base import MSG_COLS, WINDOW_ORDER, errors
 from hermes_host.store.sqlite.messages import MessageRooms
-from hermes_host.store.sqlite.sessions import numbered
 
 __all__ = ["PublishRooms"]
 
@@ -126,7 +122,7 @@ class PublishRooms(MessageRooms):
                 (session_id,),
             ).fetchone()
             if row is None:
-                raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
+                raise self._missing(session_id)
             parent_id, title, end_reason = row
             if end_reason == "compression":
                 raise StaleSessionError(self._rotated(conn, session_id, "nothing was published"))
@@ -209,8 +205,3 @@ class PublishRooms(MessageRooms):
         ).fetchall()
         return split_snapshot(rows, session_id, snapshot)
 
-    @staticmethod
-    def _next_title(conn: sqlite3.Connection, title: str) -> str:
-        """``name`` → ``name #2`` → ``name #3`` (R-8.1), skipping numbers already taken."""
-        base = title_base(title)
-        return next_title(base, numbered(conn, base))
