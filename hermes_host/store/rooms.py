@@ -1,11 +1,10 @@
 """What every backend's rooms share (issue 15): the session rules of ``create``, ``list``,
-``update`` and ``resume`` (R-8.3, R-9.1), written once over a few one-query hooks.
+``update`` and ``resume`` (R-8.3, R-9.1), the window marker's rotation rule and a publish's
+checks (R-8.1, R-9.4), written once over a few one-query hooks.
 
-A backend subclasses :class:`SharedRooms` with its connection type and writes the hooks
-(:meth:`~SharedRooms._exists`, :meth:`~SharedRooms._title_owner`,
-:meth:`~SharedRooms._last_active`, :meth:`~SharedRooms._titled_rows`,
-:meth:`~SharedRooms._tip`) in its own SQL; the flows and the wording are here.  Publishing's
-plain-Python rules are in :mod:`hermes_host.store.rules`.
+A backend subclasses :class:`SharedRooms` with its connection type and writes the hooks (the
+methods that raise :class:`NotImplementedError` here) in its own SQL; the flows and the
+wording are here.  Publishing's plain-Python planning is in :mod:`hermes_host.store.rules`.
 """
 
 from __future__ import annotations
@@ -14,10 +13,25 @@ import json
 from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
-from hermes_host.store.errors import SessionNotFoundError, StoreError, TitleConflictError
+from hermes_host.models import Message
+from hermes_host.store.errors import (
+    LeaseLostError,
+    SessionNotFoundError,
+    StaleSessionError,
+    StoreError,
+    TitleConflictError,
+)
 from hermes_host.store.ids import new_session_id
-from hermes_host.store.records import Conversation, Session
-from hermes_host.store.rules import next_title, numbered_titles, rotated_message, title_base
+from hermes_host.store.records import Conversation, Lease, Session, WindowMarker
+from hermes_host.store.rules import (
+    Prepared,
+    lost_lease_message,
+    next_title,
+    numbered_titles,
+    prepare_messages,
+    rotated_message,
+    title_base,
+)
 
 __all__ = ["ROTATION_TIP", "SharedRooms", "conversation", "listing", "session_changes"]
 
@@ -115,6 +129,19 @@ class SharedRooms(Generic[C]):
         """Follow compression rotations to the newest session of the lineage."""
         raise NotImplementedError
 
+    def _marker_row(self, conn: C, session_id: str) -> Sequence[Any] | None:
+        """``(end_reason, max message id or 0, active row count)`` of the session."""
+        raise NotImplementedError
+
+    def _holder(self, conn: C, session_id: str) -> str | None:
+        """Who holds the session's compression lease row now."""
+        raise NotImplementedError
+
+    def _window_counts(self, session_id: str, size: int) -> dict[tuple[Any, ...], int]:
+        """Token counts of the window's head and tail rows (``size`` each: a compressed
+        window keeps a head and a tail), keyed by their column values."""
+        raise NotImplementedError
+
     # -- rules ------------------------------------------------------------------------------
 
     def _missing(self, session_id: str) -> SessionNotFoundError:
@@ -162,6 +189,51 @@ class SharedRooms(Generic[C]):
     def _rotated(self, conn: C, session_id: str, outcome: str) -> str:
         """Why a session a compression rotated takes no more writes."""
         return rotated_message(session_id, self._tip(conn, session_id), outcome)
+
+    def _marker(self, conn: C, session_id: str) -> WindowMarker:
+        """The :class:`WindowMarker` of ``session_id``'s window, or of the newest session of
+        its lineage once a compression rotated it."""
+        tip = session_id
+        for _ in range(2):  # a second pass only after following a rotation
+            row = self._marker_row(conn, tip)
+            if row is None:
+                raise self._missing(tip)
+            if row[0] != "compression" or tip != session_id:
+                break
+            tip = self._tip(conn, session_id)
+        assert row is not None
+        return WindowMarker(tip, last_message_id=int(row[1]), active_count=int(row[2]))
+
+    def _lost_message(self, conn: C, lease: Lease, doing: str) -> str:
+        return lost_lease_message(
+            lease.session_id, lease.holder, self._holder(conn, lease.session_id), doing)
+
+    def _check_lease(self, conn: C, lease: Lease, session_id: str, held: str | None) -> None:
+        """:class:`LeaseLostError` unless ``lease`` is of ``session_id`` and ``held`` (the
+        lease row's holder, read in the publishing transaction) is its holder."""
+        if lease.session_id != session_id or held != lease.holder:
+            raise LeaseLostError(self._lost_message(conn, lease, "publish the compression"))
+
+    def _check_live(self, conn: C, session_id: str, row: Sequence[Any] | None) -> None:
+        """A publish's checks of the session's ``(…, end_reason)`` row: it exists and no
+        compression rotated it yet."""
+        if row is None:
+            raise self._missing(session_id)
+        if row[-1] == "compression":
+            raise StaleSessionError(self._rotated(conn, session_id, "nothing was published"))
+
+    def _publish_rows(
+        self, session_id: str, new_messages: Sequence[Message], mode: str,
+        token_counts: Sequence[int] | None,
+    ) -> list[Prepared]:
+        """A publish's arguments checked and its messages encoded and counted (before its
+        transaction; rows the window already holds keep their stored counts)."""
+        if mode not in ("rotate", "in_place"):
+            raise StoreError(f"unknown publish mode {mode!r}; allowed: rotate, in_place")
+        known = None
+        if token_counts is None and not isinstance(new_messages, dict | str | bytes):
+            known = self._window_counts(session_id, len(new_messages))
+        return prepare_messages(new_messages, token_counts, known)
 
     def _resume_id(self, conn: C, by: str) -> str:
         """The session ``resume(by)`` finds: ``last`` (``-c``, ``continue``), an id or a
