@@ -33,7 +33,14 @@ from hermes_host.store.rules import (
     title_base,
 )
 
-__all__ = ["ROTATION_TIP", "SharedRooms", "conversation", "listing", "session_changes"]
+__all__ = [
+    "ROTATION_TIP",
+    "SharedRooms",
+    "conversation",
+    "listing",
+    "session_changes",
+    "title_conflict",
+]
 
 C = TypeVar("C")
 
@@ -68,6 +75,12 @@ def listing(
     where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
     where += f" ORDER BY s.last_activity_at DESC, s.created_at DESC LIMIT {mark} OFFSET {mark}"
     return where, [*params, max(0, int(limit)), max(0, int(offset))]
+
+
+def title_conflict(title: str | None, owner: str | None = None) -> TitleConflictError:
+    """``title`` is taken, by session ``owner`` (or by one that is not known)."""
+    by = f"session {owner}" if owner is not None else "another session"
+    return TitleConflictError(f"the title {title!r} is already used by {by}; choose another")
 
 
 def conversation(tip: Session, totals: Sequence[Any]) -> Conversation:
@@ -160,9 +173,7 @@ class SharedRooms(Generic[C]):
     def _check_title_free(self, conn: C, title: str, owner: str | None) -> None:
         found = self._title_owner(conn, title)
         if found is not None and found != owner:
-            raise TitleConflictError(
-                f"the title {title!r} is already used by session {found}; choose another"
-            )
+            raise title_conflict(title, found)
 
     def _new_session_id(
         self, conn: C, session_id: str | None, title: str | None, parent_session_id: str | None

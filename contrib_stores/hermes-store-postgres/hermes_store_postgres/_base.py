@@ -25,7 +25,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from hermes_host.store import DEFAULT_LEASE_TTL, StoreError
-from hermes_host.store.codec import ROW_COLUMNS
+from hermes_host.store.codec import MSG_COLS, WINDOW_ORDER
 from hermes_host.store.errors import translating
 from hermes_host.store.rooms import SharedRooms
 from hermes_store_postgres.schema import migrate
@@ -35,8 +35,6 @@ __all__ = ["MSG_COLS", "NOW", "WINDOW_ORDER", "Conn", "PostgresBase", "errors"]
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 
-MSG_COLS = ", ".join(ROW_COLUMNS)
-WINDOW_ORDER = "ORDER BY seq, id"
 NOW = "extract(epoch FROM clock_timestamp())::double precision"
 """The database's clock, in Unix seconds (what every stored time is)."""
 

@@ -10,8 +10,14 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from hermes_host.store import Conversation, Session, StoreError, TitleConflictError
-from hermes_host.store.rooms import ROTATION_TIP, conversation, listing, session_changes
+from hermes_host.store import Conversation, Session, StoreError
+from hermes_host.store.rooms import (
+    ROTATION_TIP,
+    conversation,
+    listing,
+    session_changes,
+    title_conflict,
+)
 from hermes_host.store.rules import session_from_row
 from hermes_store_postgres._base import NOW, Conn, PostgresBase, errors
 
@@ -69,9 +75,7 @@ class SessionRooms(PostgresBase):
                 return self._fetch_sessions(conn, "WHERE s.id = %s", (sid,))[0]
         except psycopg.errors.UniqueViolation as exc:  # another host took it meanwhile
             if title is not None and "title" in str(exc):
-                raise TitleConflictError(
-                    f"the title {title!r} is already used by another session; choose another"
-                ) from None
+                raise title_conflict(title) from None
             raise StoreError(f"a session with id {session_id!r} already exists") from None
 
     @errors("reading a session")
@@ -152,9 +156,7 @@ class SessionRooms(PostgresBase):
                                  (*changes.values(), session_id))
                 return self._fetch_sessions(conn, "WHERE s.id = %s", (session_id,))[0]
         except psycopg.errors.UniqueViolation:
-            raise TitleConflictError(
-                f"the title {title!r} is already used by another session; choose another"
-            ) from None
+            raise title_conflict(title) from None
 
     @errors("ending a session")
     def end_session(self, session_id: str, reason: str) -> None:

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from hermes_host.store.base import DEFAULT_LEASE_TTL, SchemaTooNewError, StoreError, WindowMarker
-from hermes_host.store.codec import ROW_COLUMNS
+from hermes_host.store.codec import MSG_COLS, WINDOW_ORDER
 from hermes_host.store.errors import translating
 from hermes_host.store.rooms import SharedRooms
 from hermes_host.store.sqlite.fts import register_functions
@@ -27,14 +27,11 @@ from hermes_host.store.sqlite.schema import LATEST_VERSION, migrate
 
 __all__ = ["MSG_COLS", "WINDOW_ORDER", "SQLiteBase", "check_location", "errors"]
 
-MSG_COLS = ", ".join(ROW_COLUMNS)
-WINDOW_ORDER = "ORDER BY seq, id"
-"""A session's rows in window order (archived rows before the window that replaced them)."""
 # Rows are staged in a per-connection TEMP table and moved with ONE INSERT … SELECT (see
 # messages.py): created on every connection.
 CREATE_STAGE = (
     "CREATE TEMP TABLE IF NOT EXISTS message_stage (seq INTEGER PRIMARY KEY, "
-    f"token_count INTEGER, {', '.join(ROW_COLUMNS)})"  # untyped: no affinity conversion
+    f"token_count INTEGER, {MSG_COLS})"  # untyped: no affinity conversion
 )
 
 def _translate(path: Path, exc: BaseException, action: str) -> StoreError:

@@ -13,6 +13,7 @@ from hermes_host.store.base import Conversation, Session
 from hermes_host.store.rooms import ROTATION_TIP, conversation, listing, session_changes
 from hermes_host.store.rules import session_from_row
 from hermes_host.store.sqlite._base import SQLiteBase, errors
+from hermes_host.store.sqlite.reader import lineage_ids
 
 __all__ = ["SessionRooms"]
 
@@ -159,21 +160,10 @@ class SessionRooms(SQLiteBase):
 
     @errors("reading a lineage")
     def lineage(self, session_id: str) -> list[str]:
-        rows = (
-            self._conn()
-            .execute(
-                "WITH RECURSIVE chain(id, parent, depth) AS ("
-                " SELECT id, parent_session_id, 0 FROM sessions WHERE id = ?"
-                " UNION ALL SELECT s.id, s.parent_session_id, c.depth + 1"
-                " FROM sessions s JOIN chain c ON s.id = c.parent WHERE c.depth < 100000)"
-                " SELECT id FROM chain ORDER BY depth DESC",
-                (session_id,),
-            )
-            .fetchall()
-        )
-        if not rows:
+        ids = lineage_ids(self._conn(), session_id)
+        if not ids:
             raise self._missing(session_id)
-        return [r[0] for r in rows]
+        return ids
 
     @errors("resuming a session")
     def resume(self, by: str) -> Session:
