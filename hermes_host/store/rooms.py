@@ -116,12 +116,13 @@ def session_changes(
 
 
 class SharedRooms(Generic[C]):
-    """The session rules of a backend whose connections are of type ``C``."""
+    """The shared rules of a backend whose connections are of type ``C`` (the base of its
+    ``_base`` room)."""
 
     location: str
     """Where the store is, as its messages name it (a path, or a URL without password)."""
 
-    # -- hooks: one query each, in the backend's SQL ----------------------------------------
+    # -- hooks: the backend's own SQL -------------------------------------------------------
 
     def _exists(self, conn: C, session_id: str) -> bool:
         raise NotImplementedError

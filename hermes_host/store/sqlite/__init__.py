@@ -5,7 +5,8 @@ The store is built in rooms, one concern each, every room a subclass of the one 
 (append, window, guards, usage, engine state), :mod:`.publish` (leases, compression) and this
 module (search, recap, history reader).  :mod:`.schema` holds the versioned migrations and
 :mod:`.fts` the two FTS5 indexes.  What every backend shares lives one level up
-(:mod:`hermes_host.store.rules`, :mod:`~hermes_host.store.query`, :mod:`~hermes_host.store.codec`).
+(:mod:`hermes_host.store.rooms`, the base of ``._base``; :mod:`~hermes_host.store.rules`,
+:mod:`~hermes_host.store.query`, :mod:`~hermes_host.store.codec`).
 """
 
 from __future__ import annotations

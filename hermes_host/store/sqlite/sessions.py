@@ -29,14 +29,10 @@ _UNARCHIVED = "s.archived = 0"
 class SessionRooms(SQLiteBase):
     """Sessions: one row each in ``sessions``."""
 
-    @staticmethod
-    def _session(row: sqlite3.Row) -> Session:
-        return session_from_row(row)
-
     def _fetch_sessions(self, where: str, params: Sequence[Any]) -> list[Session]:
         cur = self._conn().cursor()
         cur.row_factory = sqlite3.Row
-        return [self._session(r) for r in cur.execute(SESSION_SELECT + where, params)]
+        return [session_from_row(r) for r in cur.execute(SESSION_SELECT + where, params)]
 
     @errors("creating a session")
     def create_session(
