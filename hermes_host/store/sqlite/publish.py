@@ -36,12 +36,9 @@ __all__ = ["PublishRooms"]
 class PublishRooms(MessageRooms):
     """Leases and publishing."""
 
-    def _ttl(self, ttl: float | None) -> float:
-        return lease_seconds(self.lease_ttl, ttl)
-
     @errors("acquiring the compression lease")
     def acquire_lease(self, session_id: str, ttl: float | None = None) -> Lease | Deferred:
-        seconds = self._ttl(ttl)
+        seconds = lease_seconds(self.lease_ttl, ttl)
         holder = make_holder()
         with self._tx() as conn:
             now = time.time()
@@ -61,7 +58,7 @@ class PublishRooms(MessageRooms):
 
     @errors("refreshing the compression lease")
     def refresh_lease(self, lease: Lease, ttl: float | None = None) -> Lease:
-        seconds = self._ttl(ttl)
+        seconds = lease_seconds(self.lease_ttl, ttl)
         with self._tx() as conn:
             now = time.time()
             cur = conn.execute(
