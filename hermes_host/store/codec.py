@@ -28,8 +28,10 @@ from hermes_host.models import Message
 from hermes_host.store.base import StoredMessage, StoreError
 
 __all__ = [
+    "MSG_COLS",
     "ROW_COLUMNS",
     "STORED_COLUMNS",
+    "WINDOW_ORDER",
     "EncodedMessage",
     "decode_row",
     "encode_message",
@@ -220,6 +222,10 @@ def decode_row(row: Sequence[Any]) -> Message:
     return message
 
 
+MSG_COLS = ", ".join(ROW_COLUMNS)
+"""The SELECT (and INSERT) list of a row's message columns, what :func:`decode_row` reads."""
+WINDOW_ORDER = "ORDER BY seq, id"
+"""A session's rows in window order (archived rows before the window that replaced them)."""
 STORED_COLUMNS = "id, session_id, active, compacted, token_count, timestamp, " + ", ".join(
     ROW_COLUMNS
 )

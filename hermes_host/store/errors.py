@@ -4,6 +4,10 @@ whose ``str()`` is a complete, user-facing message (SPEC R-9).  Re-exported by
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import Any, ParamSpec, Protocol, TypeVar
+
 __all__ = [
     "LeaseLostError",
     "SchemaTooNewError",
@@ -12,7 +16,15 @@ __all__ = [
     "StaleWindowError",
     "StoreError",
     "TitleConflictError",
+    "translating",
 ]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class _Decorator(Protocol):
+    def __call__(self, fn: Callable[P, R], /) -> Callable[P, R]: ...
 
 
 class StoreError(Exception):
@@ -48,3 +60,29 @@ class StaleWindowError(LeaseLostError):
 
 class TitleConflictError(StoreError):
     """Another session already has this title (titles are unique, R-9.1)."""
+
+
+def translating(
+    catch: tuple[type[BaseException], ...],
+    translate: Callable[[Any, BaseException, str], StoreError],
+) -> Callable[[str], _Decorator]:
+    """A backend's ``errors(action)`` method decorator: an exception of ``catch`` raised
+    inside the method becomes ``translate(store, exc, action)`` (a user-facing
+    :class:`StoreError`, without the driver's traceback); a :class:`StoreError` passes."""
+
+    def errors(action: str) -> _Decorator:
+        def decorate(fn: Callable[P, R]) -> Callable[P, R]:
+            @functools.wraps(fn)
+            def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+                try:
+                    return fn(*args, **kwargs)
+                except StoreError:
+                    raise
+                except catch as exc:
+                    raise translate(args[0], exc, action) from None
+
+            return wrapper
+
+        return decorate
+
+    return errors

@@ -26,6 +26,7 @@ __all__ = [
     "PublishPlan",
     "count_tokens",
     "encode_state",
+    "guard_values",
     "lease_seconds",
     "lost_lease_message",
     "next_title",
@@ -36,6 +37,7 @@ __all__ = [
     "session_from_row",
     "split_snapshot",
     "title_base",
+    "window_moves",
 ]
 
 Prepared = tuple[int, tuple[Any, ...]]
@@ -103,6 +105,12 @@ class PublishPlan:
     replaced: list[int]
     """Ids of current rows the new window does not keep (to archive)."""
 
+    def ids(self, written: Iterable[int]) -> list[int]:
+        """The new window's row ids: the kept rows', with ``written`` (the ids of
+        :attr:`fresh`, in order) in the places of the new rows."""
+        new = iter(written)
+        return [row_id if row_id is not None else next(new) for row_id in self.window]
+
 
 def plan_publish(
     read: Iterable[tuple[int, tuple[Any, ...]]], prepared: Sequence[Prepared]
@@ -126,6 +134,25 @@ def plan_publish(
     kept = {row_id for row_id in window if row_id is not None}
     replaced = [row_id for row_id, _ in rows if row_id not in kept]
     return PublishPlan(window, fresh, fresh_at, kept, replaced)
+
+
+def window_moves(
+    plan: PublishPlan,
+    ids: Sequence[int],
+    read: Sequence[Any],
+    later: Sequence[Any],
+    base: int,
+    in_place: bool,
+) -> list[tuple[int, int]]:
+    """``(row id, new seq)`` of the rows a publish moves: the kept rows to their places in
+    the new window (``ids``), then the rows appended after the snapshot (``later``), all
+    above ``base``.  ``read`` and ``later`` rows start ``(id, seq)``.  Nothing when an
+    in-place publish only dropped rows (``/undo``): the rest stays in order."""
+    order = {r[0]: r[1] for r in read}
+    if in_place and not plan.fresh and plan.window == sorted(plan.kept, key=order.__getitem__):
+        return []
+    moved = [(row_id, base + at + 1) for at, row_id in enumerate(ids) if row_id in plan.kept]
+    return moved + [(r[0], base + len(ids) + j + 1) for j, r in enumerate(later)]
 
 
 def split_snapshot(
@@ -198,6 +225,14 @@ def encode_state(engine: str, state: dict[str, Any]) -> str:
         raise StoreError(
             f"engine {engine!r} returned state that is not JSON-serialisable: {exc}"
         ) from None
+
+
+def guard_values(guards: Guards) -> tuple[float | None, int, int, int | None]:
+    """The stored values of the four guard columns (``cooldown_until``, ``fallback_streak``,
+    ``ineffective_count``, ``ineffective_tokens``)."""
+    tokens = guards.ineffective_tokens
+    return (guards.cooldown_until, int(guards.fallback_streak), int(guards.ineffective_count),
+            None if tokens is None else int(tokens))
 
 
 def session_from_row(row: Any) -> Session:

@@ -10,7 +10,9 @@ The store is built in rooms like the SQLite one, each a subclass of the one befo
 :mod:`.publish` (leases, compression) and :class:`PostgresStore` here (search, recap,
 history reader), with :mod:`.indexing` (the search indexes' catch-up after bulk
 writes).  :mod:`.schema` holds the versioned migrations, :mod:`.settings` the URL options
-(``schema``, ``pool_min``, ``pool_max``, ``pool_timeout``).
+(``schema``, ``pool_min``, ``pool_max``, ``pool_timeout``).  The rules every backend shares
+come from hermes-host (:class:`hermes_host.store.rooms.SharedRooms`, the base of
+``._base``, and :mod:`hermes_host.store.rules`).
 """
 
 from __future__ import annotations

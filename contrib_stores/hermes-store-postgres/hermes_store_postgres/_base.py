@@ -13,32 +13,28 @@ by one clock however many machines share the store.
 
 from __future__ import annotations
 
-import functools
 import select
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from hermes_host.store import DEFAULT_LEASE_TTL, SessionNotFoundError, StoreError
-from hermes_host.store.codec import ROW_COLUMNS
-from hermes_host.store.ids import new_session_id
+from hermes_host.store import DEFAULT_LEASE_TTL, StoreError
+from hermes_host.store.codec import MSG_COLS, WINDOW_ORDER
+from hermes_host.store.errors import translating
+from hermes_host.store.rooms import SharedRooms
 from hermes_store_postgres.schema import migrate
 from hermes_store_postgres.settings import StoreSettings, parse_url
 
 __all__ = ["MSG_COLS", "NOW", "WINDOW_ORDER", "Conn", "PostgresBase", "errors"]
 
-P = ParamSpec("P")
-R = TypeVar("R")
 Conn = psycopg.Connection[tuple[Any, ...]]
 
-MSG_COLS = ", ".join(ROW_COLUMNS)
-WINDOW_ORDER = "ORDER BY seq, id"
 NOW = "extract(epoch FROM clock_timestamp())::double precision"
 """The database's clock, in Unix seconds (what every stored time is)."""
 
@@ -70,23 +66,10 @@ def translate(settings: StoreSettings, exc: BaseException, action: str) -> Store
     )
 
 
-def errors(action: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """Turn any driver or pool error inside a store method into a user-facing StoreError."""
-
-    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
-        @functools.wraps(fn)
-        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-            try:
-                return fn(*args, **kwargs)
-            except StoreError:
-                raise
-            except (psycopg.Error, PoolTimeout) as exc:
-                settings: StoreSettings = getattr(args[0], "settings")  # noqa: B009
-                raise translate(settings, exc, action) from None
-
-        return wrapper
-
-    return decorate
+errors = translating(
+    (psycopg.Error, PoolTimeout), lambda store, exc, action: translate(store.settings, exc, action)
+)
+"""Turn any driver or pool error inside a store method into a user-facing StoreError."""
 
 
 CHECK_IDLE = 0.5
@@ -117,7 +100,7 @@ def _check_if_idle(conn: Conn) -> None:
         ConnectionPool.check_connection(conn)
 
 
-class PostgresBase:
+class PostgresBase(SharedRooms[Conn]):
     """Pool, transactions and the helpers every room uses."""
 
     def __init__(self, url: str, *, lease_ttl: float = DEFAULT_LEASE_TTL) -> None:
@@ -220,28 +203,29 @@ class PostgresBase:
     def _table(self, name: str) -> sql.Composed:
         return sql.SQL("{}.{}").format(sql.Identifier(self.schema), sql.Identifier(name))
 
-    # -- helpers every room uses ------------------------------------------------------------
+    # -- the shared rooms' hooks (hermes_host.store.rooms) ----------------------------------
 
-    def _missing(self, session_id: str) -> SessionNotFoundError:
-        return SessionNotFoundError(f"no session with id {session_id!r} in {self.location}")
-
-    @staticmethod
-    def _exists(conn: Conn, session_id: str) -> bool:
+    def _exists(self, conn: Conn, session_id: str) -> bool:
         return conn.execute("SELECT 1 FROM sessions WHERE id = %s", (session_id,)).fetchone() \
             is not None
 
-    def _require(self, conn: Conn, session_id: str) -> None:
-        if not self._exists(conn, session_id):
-            raise self._missing(session_id)
+    def _title_owner(self, conn: Conn, title: str) -> str | None:
+        row = conn.execute("SELECT id FROM sessions WHERE title = %s", (title,)).fetchone()
+        return None if row is None else str(row[0])
 
-    def _fresh_id(self, conn: Conn) -> str:
-        while True:
-            sid = new_session_id()
-            if not self._exists(conn, sid):
-                return sid
+    def _last_active(self, conn: Conn) -> str | None:
+        row = conn.execute(
+            "SELECT id FROM sessions WHERE NOT archived "
+            "ORDER BY last_activity_at DESC, created_at DESC LIMIT 1"
+        ).fetchone()
+        return None if row is None else str(row[0])
 
-    @staticmethod
-    def _tip(conn: Conn, session_id: str) -> str:
+    def _titled_rows(self, conn: Conn, prefix: str) -> Sequence[tuple[str, str]]:
+        return conn.execute(
+            "SELECT id, title FROM sessions WHERE left(title, %s) = %s", (len(prefix), prefix)
+        ).fetchall()
+
+    def _tip(self, conn: Conn, session_id: str) -> str:
         """Follow compression rotations to the newest session of the lineage (one query)."""
         row = conn.execute(
             "WITH RECURSIVE tip(id, end_reason, conv, depth) AS ("

@@ -17,7 +17,7 @@ from typing import Any
 from hermes_host.models import Message
 from hermes_host.store import Guards, StaleSessionError, StoredMessage, WindowMarker
 from hermes_host.store.codec import ROW_COLUMNS, STORED_COLUMNS, decode_row, stored_from_row
-from hermes_host.store.rules import Prepared, encode_state, prepare_messages, rotated_message
+from hermes_host.store.rules import Prepared, encode_state, guard_values, prepare_messages
 from hermes_store_postgres._base import MSG_COLS, NOW, WINDOW_ORDER, Conn, errors
 from hermes_store_postgres.schema import SEARCH_VECTOR
 from hermes_store_postgres.sessions import SessionRooms
@@ -84,9 +84,6 @@ scan the pending rows meanwhile, so nothing committed is ever unsearchable."""
 
 class MessageRooms(SessionRooms):
     """Messages (one row each, stored once), guards, usage and engine state."""
-
-    def _rotated(self, conn: Conn, session_id: str, outcome: str) -> str:
-        return rotated_message(session_id, self._tip(conn, session_id), outcome)
 
     def _window_counts(self, session_id: str, size: int) -> dict[tuple[Any, ...], int]:
         """Token counts of the window's head and tail rows (``size`` each: a compressed
@@ -182,22 +179,16 @@ class MessageRooms(SessionRooms):
     @errors("reading the window")
     def window_marker(self, session_id: str) -> WindowMarker:
         with self._read() as conn:
-            tip = session_id
-            for _ in range(2):  # a second pass only after following a rotation
-                row = conn.execute(
-                    "SELECT end_reason, "
-                    "(SELECT coalesce(max(id), 0) FROM messages WHERE session_id = s.id), "
-                    "(SELECT count(*) FROM messages WHERE session_id = s.id AND active) "
-                    "FROM sessions s WHERE s.id = %s",
-                    (tip,),
-                ).fetchone()
-                if row is None:
-                    raise self._missing(tip)
-                if row[0] != "compression" or tip != session_id:
-                    break
-                tip = self._tip(conn, session_id)
-        assert row is not None
-        return WindowMarker(tip, last_message_id=int(row[1]), active_count=int(row[2]))
+            return self._marker(conn, session_id)
+
+    def _marker_row(self, conn: Conn, session_id: str) -> Sequence[Any] | None:
+        return conn.execute(
+            "SELECT end_reason, "
+            "(SELECT coalesce(max(id), 0) FROM messages WHERE session_id = s.id), "
+            "(SELECT count(*) FROM messages WHERE session_id = s.id AND active) "
+            "FROM sessions s WHERE s.id = %s",
+            (session_id,),
+        ).fetchone()
 
     @errors("reading the window")
     def active_messages(self, session_id: str) -> list[Message]:
@@ -272,13 +263,7 @@ class MessageRooms(SessionRooms):
             cur = conn.execute(
                 "UPDATE sessions SET cooldown_until = %s, fallback_streak = %s, "
                 "ineffective_count = %s, ineffective_tokens = %s WHERE id = %s",
-                (
-                    guards.cooldown_until,
-                    int(guards.fallback_streak),
-                    int(guards.ineffective_count),
-                    None if guards.ineffective_tokens is None else int(guards.ineffective_tokens),
-                    session_id,
-                ),
+                (*guard_values(guards), session_id),
             )
             if cur.rowcount == 0:
                 raise self._missing(session_id)

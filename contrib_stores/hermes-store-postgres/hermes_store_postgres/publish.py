@@ -23,8 +23,6 @@ from hermes_host.store import (
     LeaseLostError,
     PublishMode,
     PublishResult,
-    StaleSessionError,
-    StoreError,
     WindowMarker,
 )
 from hermes_host.store.codec import ROW_COLUMNS, decode_row
@@ -32,16 +30,12 @@ from hermes_host.store.ids import holder_is_dead, make_holder
 from hermes_host.store.rules import (
     COPIED_ON_ROTATE,
     lease_seconds,
-    lost_lease_message,
-    next_title,
     plan_publish,
-    prepare_messages,
     split_snapshot,
-    title_base,
+    window_moves,
 )
 from hermes_store_postgres._base import MSG_COLS, NOW, WINDOW_ORDER, Conn, errors
 from hermes_store_postgres.messages import MessageRooms
-from hermes_store_postgres.sessions import numbered
 
 __all__ = ["PublishRooms"]
 
@@ -107,12 +101,11 @@ class PublishRooms(MessageRooms):
             )
             return cur.rowcount > 0
 
-    @staticmethod
-    def _lost_message(conn: Conn, lease: Lease, doing: str) -> str:
+    def _holder(self, conn: Conn, session_id: str) -> str | None:
         row = conn.execute(
-            "SELECT holder FROM compression_locks WHERE session_id = %s", (lease.session_id,)
+            "SELECT holder FROM compression_locks WHERE session_id = %s", (session_id,)
         ).fetchone()
-        return lost_lease_message(lease.session_id, lease.holder, row[0] if row else None, doing)
+        return None if row is None else str(row[0])
 
     # -- compression ------------------------------------------------------------------------
 
@@ -127,12 +120,7 @@ class PublishRooms(MessageRooms):
         token_counts: Sequence[int] | None = None,
         snapshot: WindowMarker | None = None,
     ) -> PublishResult:
-        if mode not in ("rotate", "in_place"):
-            raise StoreError(f"unknown publish mode {mode!r}; allowed: rotate, in_place")
-        known = None
-        if token_counts is None and not isinstance(new_messages, dict | str | bytes):
-            known = self._window_counts(session_id, len(new_messages))
-        prepared = prepare_messages(new_messages, token_counts, known)
+        prepared = self._publish_rows(session_id, new_messages, mode, token_counts)
         try:
             with self._tx() as conn:
                 return self._publish(conn, lease, session_id, prepared, mode, reason, snapshot)
@@ -176,18 +164,15 @@ class PublishRooms(MessageRooms):
             "SELECT holder FROM compression_locks WHERE session_id = %s FOR UPDATE",
             (session_id,),
         ).fetchone()
-        if lease.session_id != session_id or held is None or held[0] != lease.holder:
-            raise LeaseLostError(self._lost_message(conn, lease, "publish the compression"))
+        self._check_lease(conn, lease, session_id, held[0] if held else None)
         row = conn.execute(
             "SELECT parent_session_id, title, end_reason FROM sessions WHERE id = %s "
             "FOR NO KEY UPDATE",
             (session_id,),
         ).fetchone()
-        if row is None:
-            raise self._missing(session_id)
-        parent_id, title, end_reason = row
-        if end_reason == "compression":
-            raise StaleSessionError(self._rotated(conn, session_id, "nothing was published"))
+        self._check_live(conn, session_id, row)
+        assert row is not None
+        parent_id, title, _ = row
         now = self._now(conn)
         rows = self._window_rows(conn, session_id, prepared, snapshot)
         read, later = split_snapshot(rows, session_id, snapshot)
@@ -199,8 +184,7 @@ class PublishRooms(MessageRooms):
         child_title = title
         if mode == "rotate":
             if title:
-                base_title = title_base(title)
-                child_title = next_title(base_title, numbered(conn, base_title))
+                child_title = self._next_title(conn, title)
             conn.execute(
                 f"INSERT INTO sessions (id, parent_session_id, title, created_at, "
                 f"last_activity_at, last_activity_kind, compression_count, {COPIED_ON_ROTATE}) "
@@ -220,21 +204,9 @@ class PublishRooms(MessageRooms):
                 (session_id,),
             ).fetchone()
             base = int(top[0]) if top else 0
-        written = iter(
-            self._insert(conn, target, plan.fresh, now, positions=plan.fresh_at, base=base)
-        )
-        ids = [row_id if row_id is not None else next(written) for row_id in plan.window]
-        moved = [
-            (row_id, base + position + 1)
-            for position, row_id in enumerate(ids)
-            if row_id in plan.kept
-        ]
-        moved += [(r[0], base + len(ids) + j + 1) for j, r in enumerate(later)]
-        order = {r[0]: r[1] for r in read}
-        if mode == "in_place" and not plan.fresh and plan.window == sorted(
-            plan.kept, key=order.__getitem__
-        ):
-            moved = []  # rows only left the window (``/undo``): the rest stays in order
+        ids = plan.ids(
+            self._insert(conn, target, plan.fresh, now, positions=plan.fresh_at, base=base))
+        moved = window_moves(plan, ids, read, later, base, mode == "in_place")
         if moved:
             conn.execute(
                 "UPDATE messages m SET session_id = %s, seq = v.seq "

@@ -5,7 +5,8 @@ The store is built in rooms, one concern each, every room a subclass of the one 
 (append, window, guards, usage, engine state), :mod:`.publish` (leases, compression) and this
 module (search, recap, history reader).  :mod:`.schema` holds the versioned migrations and
 :mod:`.fts` the two FTS5 indexes.  What every backend shares lives one level up
-(:mod:`hermes_host.store.rules`, :mod:`~hermes_host.store.query`, :mod:`~hermes_host.store.codec`).
+(:mod:`hermes_host.store.rooms`, the base of ``._base``; :mod:`~hermes_host.store.rules`,
+:mod:`~hermes_host.store.query`, :mod:`~hermes_host.store.codec`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from hermes_host.models import HistoryReader
 from hermes_host.store.base import DEFAULT_LEASE_TTL, SearchHit, StoreError
+from hermes_host.store.query import search_limit
 from hermes_host.store.recap import format_recap
 from hermes_host.store.sqlite._base import check_location, errors
 from hermes_host.store.sqlite.fts import (
@@ -36,7 +38,6 @@ __all__ = [
     "check_location",
     "sqlite_file",
 ]
-
 
 
 def sqlite_file(url: str) -> Path:
@@ -125,7 +126,7 @@ class SQLiteStore(PublishRooms):
         *,
         bookends: int = BOOKEND_MESSAGES,
     ) -> list[SearchHit]:
-        limit = max(1, min(int(limit), 500))
+        limit = search_limit(limit)
         scope: list[str] | None = None
         if session_id is not None:
             scope = self.lineage(session_id) if lineage else [session_id]

@@ -10,41 +10,28 @@ through a transaction.  Each thread gets its own connection.
 
 from __future__ import annotations
 
-import functools
 import os
 import sqlite3
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import ParamSpec, TypeVar
 
-from hermes_host.store.base import (
-    DEFAULT_LEASE_TTL,
-    SchemaTooNewError,
-    SessionNotFoundError,
-    StoreError,
-    WindowMarker,
-)
-from hermes_host.store.codec import ROW_COLUMNS
-from hermes_host.store.ids import new_session_id
+from hermes_host.store.base import DEFAULT_LEASE_TTL, SchemaTooNewError, StoreError, WindowMarker
+from hermes_host.store.codec import MSG_COLS, WINDOW_ORDER
+from hermes_host.store.errors import translating
+from hermes_host.store.rooms import SharedRooms
 from hermes_host.store.sqlite.fts import register_functions
 from hermes_host.store.sqlite.schema import LATEST_VERSION, migrate
 
 __all__ = ["MSG_COLS", "WINDOW_ORDER", "SQLiteBase", "check_location", "errors"]
 
-P = ParamSpec("P")
-R = TypeVar("R")
-
-MSG_COLS = ", ".join(ROW_COLUMNS)
-WINDOW_ORDER = "ORDER BY seq, id"
-"""A session's rows in window order (archived rows before the window that replaced them)."""
 # Rows are staged in a per-connection TEMP table and moved with ONE INSERT … SELECT (see
 # messages.py): created on every connection.
 CREATE_STAGE = (
     "CREATE TEMP TABLE IF NOT EXISTS message_stage (seq INTEGER PRIMARY KEY, "
-    f"token_count INTEGER, {', '.join(ROW_COLUMNS)})"  # untyped: no affinity conversion
+    f"token_count INTEGER, {MSG_COLS})"  # untyped: no affinity conversion
 )
 
 def _translate(path: Path, exc: BaseException, action: str) -> StoreError:
@@ -67,23 +54,10 @@ def _translate(path: Path, exc: BaseException, action: str) -> StoreError:
     return StoreError(f"{path}: {why} (while {action}: {text}); nothing was changed")
 
 
-def errors(action: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """Turn any sqlite3/OS error inside a store method into a user-facing StoreError."""
-
-    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
-        @functools.wraps(fn)
-        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-            try:
-                return fn(*args, **kwargs)
-            except StoreError:
-                raise
-            except (sqlite3.Error, OSError) as exc:
-                path: Path = getattr(args[0], "path")  # noqa: B009 -- any SQLite room
-                raise _translate(path, exc, action) from None
-
-        return wrapper
-
-    return decorate
+errors = translating(
+    (sqlite3.Error, OSError), lambda store, exc, action: _translate(store.path, exc, action)
+)
+"""Turn any sqlite3/OS error inside a store method into a user-facing StoreError."""
 
 
 def check_location(path: Path) -> None:
@@ -142,7 +116,7 @@ def _forget_connection(conns: dict[int, sqlite3.Connection], key: int,
 
 
 
-class SQLiteBase:
+class SQLiteBase(SharedRooms[sqlite3.Connection]):
     """Connections and transactions of the SQLite store; the rooms build on it."""
 
     def __init__(
@@ -296,7 +270,7 @@ class SQLiteBase:
         self.close()
 
 
-    # -- helpers every room uses ------------------------------------------------------------
+    # -- the shared rooms' hooks (hermes_host.store.rooms) ----------------------------------
 
     def _exists(self, conn: sqlite3.Connection, session_id: str) -> bool:
         return (
@@ -304,17 +278,22 @@ class SQLiteBase:
             is not None
         )
 
-    def _require(self, conn: sqlite3.Connection, session_id: str) -> None:
-        if not self._exists(conn, session_id):
-            raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
+    def _title_owner(self, conn: sqlite3.Connection, title: str) -> str | None:
+        row = conn.execute("SELECT id FROM sessions WHERE title = ?", (title,)).fetchone()
+        return None if row is None else str(row[0])
 
+    def _last_active(self, conn: sqlite3.Connection) -> str | None:
+        row = conn.execute(
+            "SELECT id FROM sessions WHERE archived = 0 "
+            "ORDER BY last_activity_at DESC, created_at DESC LIMIT 1"
+        ).fetchone()
+        return None if row is None else str(row[0])
 
-    def _fresh_id(self, conn: sqlite3.Connection) -> str:
-        while True:
-            sid = new_session_id()
-            if not self._exists(conn, sid):
-                return sid
-
+    def _titled_rows(self, conn: sqlite3.Connection, prefix: str) -> Sequence[tuple[str, str]]:
+        rows: list[tuple[str, str]] = conn.execute(
+            "SELECT id, title FROM sessions WHERE substr(title, 1, ?) = ?", (len(prefix), prefix)
+        ).fetchall()
+        return rows
 
     def _tip(self, conn: sqlite3.Connection, session_id: str) -> str:
         """Follow compression rotations to the newest session of the lineage."""
@@ -335,4 +314,3 @@ class SQLiteBase:
                 return current
             current = child[0]
         return current
-

@@ -13,20 +13,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hermes_host.models import Message
-from hermes_host.store.base import (
-    Guards,
-    SessionNotFoundError,
-    StaleSessionError,
-    StoredMessage,
-    WindowMarker,
-)
+from hermes_host.store.base import Guards, StaleSessionError, StoredMessage, WindowMarker
 from hermes_host.store.codec import STORED_COLUMNS, decode_row, stored_from_row
 from hermes_host.store.rules import (
     Prepared,
     count_tokens,
     encode_state,
+    guard_values,
     prepare_messages,
-    rotated_message,
 )
 from hermes_host.store.sqlite._base import MSG_COLS, WINDOW_ORDER, errors
 from hermes_host.store.sqlite.fts import catch_up_trigram
@@ -46,9 +40,9 @@ _MOVE_STAGED = (  # the staged seq is the row's window position (1-based) above 
 )
 _SET_TOKEN_COUNT = "UPDATE messages SET token_count = ? WHERE id = ?"  # fires no FTS trigger
 _BACKGROUND_COUNT_MIN = 64
+"""Batches at least this long are token-counted on a worker thread (see _BackgroundCount)."""
 _MARKER_CACHE_SIZE = 256
 """Window markers kept per connection (sessions this thread works on)."""
-"""Batches at least this long are token-counted on a worker thread (see _BackgroundCount)."""
 DEFER_TRIGRAM_MIN = 256
 """Writes of at least this many messages leave their rows to the trigram catch-up (schema v2):
 indexing ~230 trigrams per message would be most of a bulk append's time."""
@@ -103,10 +97,6 @@ class _BackgroundCount:
 
 class MessageRooms(SessionRooms):
     """Messages (one row each, stored once), guards, usage and engine state."""
-
-    def _rotated(self, conn: sqlite3.Connection, session_id: str, outcome: str) -> str:
-        """Why a session a compression rotated takes no more writes."""
-        return rotated_message(session_id, self._tip(conn, session_id), outcome)
 
     def _window_counts(self, session_id: str, size: int) -> dict[tuple[Any, ...], int]:
         """Token counts of the window's head and tail rows (``size`` each: a compressed
@@ -229,27 +219,22 @@ class MessageRooms(SessionRooms):
         cached = self._markers().get(session_id)
         if cached is not None and cached[0] == version:
             return cached[1]
-        tip = session_id
-        for _ in range(2):  # a second pass only after following a rotation
-            row = conn.execute(
-                "SELECT end_reason, "
-                "(SELECT coalesce(max(id), 0) FROM messages WHERE session_id = s.id), "
-                "(SELECT count(*) FROM messages WHERE session_id = s.id AND active = 1) "
-                "FROM sessions s WHERE s.id = ?",
-                (tip,),
-            ).fetchone()
-            if row is None:
-                raise SessionNotFoundError(f"no session with id {tip!r} in {self.path}")
-            if row[0] != "compression" or tip != session_id:
-                break
-            tip = self._tip(conn, session_id)
-        marker = WindowMarker(session_id=tip, last_message_id=int(row[1]),
-                              active_count=int(row[2]))
+        marker = self._marker(conn, session_id)
         markers = self._markers()
         if len(markers) >= _MARKER_CACHE_SIZE:
             markers.pop(next(iter(markers)))  # the oldest entry
         markers[session_id] = (version, marker)
         return marker
+
+    def _marker_row(self, conn: sqlite3.Connection, session_id: str) -> Sequence[Any] | None:
+        row: Sequence[Any] | None = conn.execute(
+            "SELECT end_reason, "
+            "(SELECT coalesce(max(id), 0) FROM messages WHERE session_id = s.id), "
+            "(SELECT count(*) FROM messages WHERE session_id = s.id AND active = 1) "
+            "FROM sessions s WHERE s.id = ?",
+            (session_id,),
+        ).fetchone()
+        return row
 
     @errors("reading the window")
     def active_messages(self, session_id: str) -> list[Message]:
@@ -321,7 +306,7 @@ class MessageRooms(SessionRooms):
             .fetchone()
         )
         if row is None:
-            raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
+            raise self._missing(session_id)
         return Guards(row[0], row[1], row[2], row[3])
 
     @errors("writing guards")
@@ -330,16 +315,10 @@ class MessageRooms(SessionRooms):
             cur = conn.execute(
                 "UPDATE sessions SET cooldown_until = ?, fallback_streak = ?, "
                 "ineffective_count = ?, ineffective_tokens = ? WHERE id = ?",
-                (
-                    guards.cooldown_until,
-                    int(guards.fallback_streak),
-                    int(guards.ineffective_count),
-                    None if guards.ineffective_tokens is None else int(guards.ineffective_tokens),
-                    session_id,
-                ),
+                (*guard_values(guards), session_id),
             )
             if cur.rowcount == 0:
-                raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
+                raise self._missing(session_id)
 
     @errors("recording usage")
     def add_usage(
@@ -360,19 +339,11 @@ class MessageRooms(SessionRooms):
                 "cache_write_tokens = cache_write_tokens + ?, "
                 "reasoning_tokens = reasoning_tokens + ?, cost_usd = cost_usd + ? "
                 "WHERE id = ?",
-                (
-                    int(input_tokens),
-                    int(output_tokens),
-                    int(cache_read_tokens),
-                    int(cache_write_tokens),
-                    int(reasoning_tokens),
-                    float(cost_usd),
-                    session_id,
-                ),
+                (int(input_tokens), int(output_tokens), int(cache_read_tokens),
+                 int(cache_write_tokens), int(reasoning_tokens), float(cost_usd), session_id),
             )
             if cur.rowcount == 0:
-                raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
-
+                raise self._missing(session_id)
 
     # -- engine state -----------------------------------------------------------------------
 

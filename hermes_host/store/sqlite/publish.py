@@ -16,9 +16,6 @@ from hermes_host.store.base import (
     LeaseLostError,
     PublishMode,
     PublishResult,
-    SessionNotFoundError,
-    StaleSessionError,
-    StoreError,
     WindowMarker,
 )
 from hermes_host.store.codec import decode_row
@@ -26,16 +23,12 @@ from hermes_host.store.ids import holder_is_dead, make_holder
 from hermes_host.store.rules import (
     COPIED_ON_ROTATE,
     lease_seconds,
-    lost_lease_message,
-    next_title,
     plan_publish,
-    prepare_messages,
     split_snapshot,
-    title_base,
+    window_moves,
 )
 from hermes_host.store.sqlite._base import MSG_COLS, WINDOW_ORDER, errors
 from hermes_host.store.sqlite.messages import MessageRooms
-from hermes_host.store.sqlite.sessions import numbered
 
 __all__ = ["PublishRooms"]
 
@@ -43,12 +36,9 @@ __all__ = ["PublishRooms"]
 class PublishRooms(MessageRooms):
     """Leases and publishing."""
 
-    def _ttl(self, ttl: float | None) -> float:
-        return lease_seconds(self.lease_ttl, ttl)
-
     @errors("acquiring the compression lease")
     def acquire_lease(self, session_id: str, ttl: float | None = None) -> Lease | Deferred:
-        seconds = self._ttl(ttl)
+        seconds = lease_seconds(self.lease_ttl, ttl)
         holder = make_holder()
         with self._tx() as conn:
             now = time.time()
@@ -68,7 +58,7 @@ class PublishRooms(MessageRooms):
 
     @errors("refreshing the compression lease")
     def refresh_lease(self, lease: Lease, ttl: float | None = None) -> Lease:
-        seconds = self._ttl(ttl)
+        seconds = lease_seconds(self.lease_ttl, ttl)
         with self._tx() as conn:
             now = time.time()
             cur = conn.execute(
@@ -88,12 +78,11 @@ class PublishRooms(MessageRooms):
             )
             return cur.rowcount > 0
 
-    @staticmethod
-    def _lost_message(conn: sqlite3.Connection, lease: Lease, doing: str) -> str:
+    def _holder(self, conn: sqlite3.Connection, session_id: str) -> str | None:
         row = conn.execute(
-            "SELECT holder FROM compression_locks WHERE session_id = ?", (lease.session_id,)
+            "SELECT holder FROM compression_locks WHERE session_id = ?", (session_id,)
         ).fetchone()
-        return lost_lease_message(lease.session_id, lease.holder, row[0] if row else None, doing)
+        return None if row is None else str(row[0])
 
     # -- compression ------------------------------------------------------------------------
 
@@ -108,32 +97,18 @@ class PublishRooms(MessageRooms):
         token_counts: Sequence[int] | None = None,
         snapshot: WindowMarker | None = None,
     ) -> PublishResult:
-        if mode not in ("rotate", "in_place"):
-            raise StoreError(f"unknown publish mode {mode!r}; allowed: rotate, in_place")
-        known = None
-        if token_counts is None and not isinstance(new_messages, dict | str | bytes):
-            known = self._window_counts(session_id, len(new_messages))
-        prepared = prepare_messages(new_messages, token_counts, known)
+        prepared = self._publish_rows(session_id, new_messages, mode, token_counts)
         with self._tx() as conn:
             now = time.time()
-            held = conn.execute(
-                "SELECT holder FROM compression_locks WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            if lease.session_id != session_id or held is None or held[0] != lease.holder:
-                raise LeaseLostError(self._lost_message(conn, lease, "publish the compression"))
+            self._check_lease(conn, lease, session_id, self._holder(conn, session_id))
             row = conn.execute(
                 "SELECT parent_session_id, title, end_reason FROM sessions WHERE id = ?",
                 (session_id,),
             ).fetchone()
-            if row is None:
-                raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
-            parent_id, title, end_reason = row
-            if end_reason == "compression":
-                raise StaleSessionError(self._rotated(conn, session_id, "nothing was published"))
+            self._check_live(conn, session_id, row)
+            parent_id, title, _ = row
             read, later = self._window_since(conn, session_id, snapshot)
             plan = plan_publish(((r[0], r[2:]) for r in read), prepared)
-            window, fresh, fresh_at, kept = plan.window, plan.fresh, plan.fresh_at, plan.kept
-            replaced = [(row_id,) for row_id in plan.replaced]
             # Only a compression marks rows compacted; other rewrites of the window
             # (``/undo``) archive rows without claiming they were compacted.
             compacted = 1 if reason == "compression" else 0
@@ -159,21 +134,13 @@ class PublishRooms(MessageRooms):
                     "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = ?",
                     (session_id,),
                 ).fetchone()[0]
-            written = iter(self._insert(conn, target, fresh, now, positions=fresh_at, base=base))
-            ids = [row_id if row_id is not None else next(written) for row_id in window]
-            moved = [
-                (target, base + position + 1, row_id)
-                for position, row_id in enumerate(ids)
-                if row_id in kept
-            ]
-            moved += [(target, base + len(ids) + j + 1, r[0]) for j, r in enumerate(later)]
-            order = {r[0]: r[1] for r in read}
-            if mode == "in_place" and not fresh and window == sorted(kept, key=order.__getitem__):
-                moved = []  # rows only left the window (``/undo``): the rest stays in order
-            conn.executemany("UPDATE messages SET session_id = ?, seq = ? WHERE id = ?", moved)
-            conn.executemany(
-                f"UPDATE messages SET active = 0, compacted = {compacted} WHERE id = ?", replaced
-            )
+            ids = plan.ids(
+                self._insert(conn, target, plan.fresh, now, positions=plan.fresh_at, base=base))
+            moved = window_moves(plan, ids, read, later, base, mode == "in_place")
+            conn.executemany("UPDATE messages SET session_id = ?, seq = ? WHERE id = ?",
+                             [(target, seq, row_id) for row_id, seq in moved])
+            conn.executemany(f"UPDATE messages SET active = 0, compacted = {compacted} "
+                             "WHERE id = ?", [(row_id,) for row_id in plan.replaced])
             if mode == "in_place":
                 conn.execute(
                     "UPDATE sessions SET compression_count = compression_count + ?, "
@@ -209,8 +176,3 @@ class PublishRooms(MessageRooms):
         ).fetchall()
         return split_snapshot(rows, session_id, snapshot)
 
-    @staticmethod
-    def _next_title(conn: sqlite3.Connection, title: str) -> str:
-        """``name`` → ``name #2`` → ``name #3`` (R-8.1), skipping numbers already taken."""
-        base = title_base(title)
-        return next_title(base, numbered(conn, base))

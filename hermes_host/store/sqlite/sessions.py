@@ -9,17 +9,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from hermes_host.store.base import (
-    Conversation,
-    Session,
-    SessionNotFoundError,
-    StoreError,
-    TitleConflictError,
-)
-from hermes_host.store.rules import numbered_titles, session_from_row, title_base
+from hermes_host.store.base import Conversation, Session
+from hermes_host.store.rooms import ROTATION_TIP, conversation, listing, session_changes
+from hermes_host.store.rules import session_from_row
 from hermes_host.store.sqlite._base import SQLiteBase, errors
+from hermes_host.store.sqlite.reader import lineage_ids
 
-__all__ = ["SessionRooms", "numbered"]
+__all__ = ["SessionRooms"]
 
 SESSION_SELECT = """
 SELECT s.*,
@@ -27,35 +23,16 @@ SELECT s.*,
   (SELECT count(*) FROM messages m WHERE m.session_id = s.id AND m.active = 1) AS active_count
 FROM sessions s
 """
-
-def numbered(conn: sqlite3.Connection, base: str) -> list[tuple[int, str]]:
-    """``(N, session id)`` of every session titled ``base #N``: a lineage's rotations."""
-    rows = conn.execute(
-        "SELECT id, title FROM sessions WHERE substr(title, 1, ?) = ?",
-        (len(base) + 2, base + " #"),
-    ).fetchall()
-    return numbered_titles(base, rows)
+_UNARCHIVED = "s.archived = 0"
 
 
 class SessionRooms(SQLiteBase):
     """Sessions: one row each in ``sessions``."""
 
-    @staticmethod
-    def _session(row: sqlite3.Row) -> Session:
-        return session_from_row(row)
-
     def _fetch_sessions(self, where: str, params: Sequence[Any]) -> list[Session]:
         cur = self._conn().cursor()
         cur.row_factory = sqlite3.Row
-        return [self._session(r) for r in cur.execute(SESSION_SELECT + where, params)]
-
-
-    def _check_title_free(self, conn: sqlite3.Connection, title: str, owner: str | None) -> None:
-        row = conn.execute("SELECT id FROM sessions WHERE title = ?", (title,)).fetchone()
-        if row is not None and row[0] != owner:
-            raise TitleConflictError(
-                f"the title {title!r} is already used by session {row[0]}; choose another"
-            )
+        return [session_from_row(r) for r in cur.execute(SESSION_SELECT + where, params)]
 
     @errors("creating a session")
     def create_session(
@@ -79,46 +56,23 @@ class SessionRooms(SQLiteBase):
         now = time.time()
         config_json = json.dumps(model_config or {}, ensure_ascii=False)
         with self._tx() as conn:
-            if title is not None:
-                self._check_title_free(conn, title, None)
-            if parent_session_id is not None:
-                self._require(conn, parent_session_id)
-            sid = session_id or self._fresh_id(conn)
-            if session_id is not None and self._exists(conn, session_id):
-                raise StoreError(f"a session with id {session_id!r} already exists")
+            sid = self._new_session_id(conn, session_id, title, parent_session_id)
             conn.execute(
                 "INSERT INTO sessions (id, source, user_id, session_key, chat_id, chat_type, "
                 "thread_id, model, model_config, system_prompt, parent_session_id, title, cwd, "
                 "goal, created_at, last_activity_at, last_activity_kind, conversation_id) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'created', ?)",
-                (
-                    sid,
-                    source,
-                    user_id,
-                    session_key,
-                    chat_id,
-                    chat_type,
-                    thread_id,
-                    model,
-                    config_json,
-                    system_prompt,
-                    parent_session_id,
-                    title,
-                    cwd,
-                    goal,
-                    now,
-                    now,
-                    sid,  # a new conversation (a branch too: it goes its own way)
-                ),
+                (sid, source, user_id, session_key, chat_id, chat_type, thread_id, model,
+                 config_json, system_prompt, parent_session_id, title, cwd, goal, now, now,
+                 sid),  # a new conversation (a branch too: it goes its own way)
             )
         return self.get_session(sid)
-
 
     @errors("reading a session")
     def get_session(self, session_id: str) -> Session:
         found = self._fetch_sessions("WHERE s.id = ?", (session_id,))
         if not found:
-            raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
+            raise self._missing(session_id)
         return found[0]
 
     @errors("listing sessions")
@@ -131,19 +85,9 @@ class SessionRooms(SQLiteBase):
         source: str | None = None,
         user_id: str | None = None,
     ) -> list[Session]:
-        clauses: list[str] = []
-        params: list[Any] = []
-        if not include_archived:
-            clauses.append("s.archived = 0")
-        if source is not None:
-            clauses.append("s.source = ?")
-            params.append(source)
-        if user_id is not None:
-            clauses.append("s.user_id = ?")
-            params.append(user_id)
-        where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
-        where += " ORDER BY s.last_activity_at DESC, s.created_at DESC LIMIT ? OFFSET ?"
-        params += [max(0, int(limit)), max(0, int(offset))]
+        where, params = listing([], include_archived=include_archived, source=source,
+                                user_id=user_id, limit=limit, offset=offset, mark="?",
+                                not_archived=_UNARCHIVED)
         return self._fetch_sessions(where, params)
 
     @errors("listing conversations")
@@ -156,36 +100,20 @@ class SessionRooms(SQLiteBase):
         source: str | None = None,
         user_id: str | None = None,
     ) -> list[Conversation]:
-        clauses = [  # the newest session of its conversation: no rotation child of its own
-            "NOT EXISTS (SELECT 1 FROM sessions c WHERE c.parent_session_id = s.id "
-            "AND c.conversation_id = s.conversation_id)"
-        ]
-        params: list[Any] = []
-        if not include_archived:
-            clauses.append("s.archived = 0")
-        if source is not None:
-            clauses.append("s.source = ?")
-            params.append(source)
-        if user_id is not None:
-            clauses.append("s.user_id = ?")
-            params.append(user_id)
-        where = "WHERE " + " AND ".join(clauses)
-        where += " ORDER BY s.last_activity_at DESC, s.created_at DESC LIMIT ? OFFSET ?"
-        params += [max(0, int(limit)), max(0, int(offset))]
+        where, params = listing([ROTATION_TIP], include_archived=include_archived,
+                                source=source, user_id=user_id, limit=limit, offset=offset,
+                                mark="?", not_archived=_UNARCHIVED)
         found: list[Conversation] = []
         conn = self._conn()
         for tip in self._fetch_sessions(where, params):
             cid = tip.conversation_id or tip.id
-            sessions, messages, tokens_in, tokens_out = conn.execute(
+            found.append(conversation(tip, conn.execute(
                 "SELECT count(*), (SELECT count(*) FROM messages m JOIN sessions x "
                 "ON x.id = m.session_id WHERE x.conversation_id = ?), "
                 "coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0) "
                 "FROM sessions WHERE conversation_id = ?",
                 (cid, cid),
-            ).fetchone()
-            found.append(
-                Conversation(cid, tip, max(1, sessions), messages, tokens_in, tokens_out)
-            )
+            ).fetchone()))
         return found
 
     @errors("updating a session")
@@ -201,16 +129,8 @@ class SessionRooms(SQLiteBase):
         archived: bool | None = None,
         pinned: bool | None = None,
     ) -> Session:
-        changes: dict[str, Any] = {}
-        for column, value in (("title", title), ("cwd", cwd), ("goal", goal), ("model", model)):
-            if value is not None:
-                changes[column] = value
-        if model_config is not None:
-            changes["model_config"] = json.dumps(model_config, ensure_ascii=False)
-        if archived is not None:
-            changes["archived"] = int(archived)
-        if pinned is not None:
-            changes["pinned"] = int(pinned)
+        changes = session_changes(title=title, cwd=cwd, goal=goal, model=model,
+                                  model_config=model_config, archived=archived, pinned=pinned)
         with self._tx() as conn:
             self._require(conn, session_id)
             if title is not None:
@@ -232,49 +152,15 @@ class SessionRooms(SQLiteBase):
                 (now, reason, now, session_id),
             )
             if cur.rowcount == 0:
-                raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
+                raise self._missing(session_id)
 
     @errors("reading a lineage")
     def lineage(self, session_id: str) -> list[str]:
-        rows = (
-            self._conn()
-            .execute(
-                "WITH RECURSIVE chain(id, parent, depth) AS ("
-                " SELECT id, parent_session_id, 0 FROM sessions WHERE id = ?"
-                " UNION ALL SELECT s.id, s.parent_session_id, c.depth + 1"
-                " FROM sessions s JOIN chain c ON s.id = c.parent WHERE c.depth < 100000)"
-                " SELECT id FROM chain ORDER BY depth DESC",
-                (session_id,),
-            )
-            .fetchall()
-        )
-        if not rows:
-            raise SessionNotFoundError(f"no session with id {session_id!r} in {self.path}")
-        return [r[0] for r in rows]
-
+        ids = lineage_ids(self._conn(), session_id)
+        if not ids:
+            raise self._missing(session_id)
+        return ids
 
     @errors("resuming a session")
     def resume(self, by: str) -> Session:
-        conn = self._conn()
-        key = by.strip()
-        if key in ("last", "-c", "continue"):
-            row = conn.execute(
-                "SELECT id FROM sessions WHERE archived = 0 "
-                "ORDER BY last_activity_at DESC, created_at DESC LIMIT 1"
-            ).fetchone()
-            if row is None:
-                raise SessionNotFoundError(f"there are no sessions to continue in {self.path}")
-            return self.get_session(self._tip(conn, row[0]))
-        if self._exists(conn, key):
-            return self.get_session(key)
-        row = conn.execute("SELECT id FROM sessions WHERE title = ?", (key,)).fetchone()
-        if row is None:
-            rotations = numbered(conn, title_base(key))
-            if not rotations:
-                raise SessionNotFoundError(
-                    f"no session with id or title {by!r} in {self.path}; "
-                    "`hermes-host sessions list` shows what exists"
-                )
-            row = (max(rotations)[1],)
-        return self.get_session(self._tip(conn, row[0]))
-
+        return self.get_session(self._resume_id(self._conn(), by))
