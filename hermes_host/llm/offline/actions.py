@@ -335,3 +335,13 @@ def noted_lines(previous: str | None) -> list[tuple[str, set[str]]]:
         if names:
             out.append((m.group(1), names))
     return out
+
+
+def names_noted_for(path: str, lines: list[tuple[str, set[str]]]) -> set[str]:
+    """The names :func:`noted_lines` of the previous summary give for ``path`` (what an
+    earlier round read or wrote in it); the summary spells paths below its project root."""
+    names: set[str] = set()
+    for shown, line_names in lines:
+        if path == shown or path.endswith("/" + shown):
+            names |= line_names
+    return names

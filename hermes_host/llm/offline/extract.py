@@ -22,6 +22,7 @@ from hermes_host.llm.offline.actions import (
     _scan_window,
     change_note,
     file_names,
+    names_noted_for,
     noted_lines,
     read_note,
 )
@@ -331,7 +332,7 @@ class _Extractor:
         if verb == "READ" and result and not _PRUNED_LINE_RE.match(result.strip()):
             self._known.setdefault(path, set()).update(file_names(result))
         elif verb in ("WROTE", "CREATED", "EDITED") and isinstance(args, dict):
-            known = self._known.get(path) or self._noted(path)
+            known = self._known.get(path) or names_noted_for(path, self._previous_lines)
             if known and verb != "EDITED":
                 change = change_note(verb, args, known)
             new = next((args[k] for k in _NEW_TEXT_KEYS if isinstance(args.get(k), str)), "")
@@ -342,15 +343,6 @@ class _Extractor:
                 else:
                     self._known[path] = names
         return change
-
-    def _noted(self, path: str) -> set[str]:
-        """The names the previous summary's lines about ``path`` give (what an earlier
-        round read or wrote in it); the summary spells paths below its project root."""
-        names: set[str] = set()
-        for shown, line_names in self._previous_lines:
-            if path == shown or path.endswith("/" + shown):
-                names |= line_names
-        return names
 
     def _record(self, action: _Action) -> None:
         self.facts.actions.append(action)
