@@ -27,7 +27,6 @@ from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
-from pydantic_core import PydanticUndefined
 
 from hermes_host.fence.frozen import Unfreezable, thaw, window_of
 from hermes_host.messages import IMMUTABLE_TYPES, copy_data
@@ -62,26 +61,8 @@ def _copy_data(value: Any) -> Any:
     return copy_data(value)
 
 
-def _shallow(model: BaseModel) -> BaseModel:
-    """pydantic's ``BaseModel.__copy__`` without its per-attribute ``copy.copy`` dispatch:
-    the snapshot of a small request is on every fenced call's path (issue 15)."""
-    cls = type(model)
-    copied = cls.__new__(cls)
-    state = object.__getattribute__(model, "__dict__")
-    setattr_ = object.__setattr__
-    setattr_(copied, "__dict__", dict.copy(state))
-    extra = model.__pydantic_extra__
-    setattr_(copied, "__pydantic_extra__", None if extra is None else dict.copy(extra))
-    setattr_(copied, "__pydantic_fields_set__", set.copy(model.__pydantic_fields_set__))
-    private = getattr(model, "__pydantic_private__", None)
-    if private is not None:
-        private = {k: v for k, v in private.items() if v is not PydanticUndefined}
-    setattr_(copied, "__pydantic_private__", private)
-    return copied
-
-
 def _copy_model(model: BaseModel, *, share_handles: bool, share_messages: bool) -> BaseModel:
-    copied = _shallow(model)  # fields set, extras and private attributes, as pydantic's copy
+    copied = model.__copy__()  # pydantic's own shallow copy (fields set, extras, private)
     fields = copied.__dict__
     for name, value in fields.items():
         if type(value) in IMMUTABLE_TYPES:

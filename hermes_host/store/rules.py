@@ -148,9 +148,10 @@ def window_moves(
     the new window (``ids``), then the rows appended after the snapshot (``later``), all
     above ``base``.  ``read`` and ``later`` rows start ``(id, seq)``.  Nothing when an
     in-place publish only dropped rows (``/undo``): the rest stays in order."""
-    order = {r[0]: r[1] for r in read}
-    if in_place and not plan.fresh and plan.window == sorted(plan.kept, key=order.__getitem__):
-        return []
+    if in_place and not plan.fresh:
+        order = {r[0]: r[1] for r in read}
+        if plan.window == sorted(plan.kept, key=order.__getitem__):
+            return []
     moved = [(row_id, base + at + 1) for at, row_id in enumerate(ids) if row_id in plan.kept]
     return moved + [(r[0], base + len(ids) + j + 1) for j, r in enumerate(later)]
 

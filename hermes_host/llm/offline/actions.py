@@ -251,6 +251,13 @@ _CHANGE_VERBS = frozenset({"EDITED", "WROTE", "CREATED"})
 _PRUNED_LINE_RE = re.compile(r"^\[[\w .:-]{1,40}\] \S.{8,400}$")
 """A one-line stand-in the prune step left for an old tool output (``[read_file] read a.py
 from line 1 (3,400 chars)``): it already describes the original, so it is the outcome."""
+_STAND_IN_MAX = 4096  # a stand-in is at most ~450 characters, with room for white space
+
+
+def is_stand_in(result: str) -> bool:
+    """True for a prune step's one-line stand-in (:data:`_PRUNED_LINE_RE`).  A long output
+    cannot be one, so it is never copied to be stripped (reads of whole files are common)."""
+    return len(result) <= _STAND_IN_MAX and _PRUNED_LINE_RE.match(result.strip()) is not None
 
 
 def _plural(n: int, word: str) -> str:
@@ -316,7 +323,7 @@ def change_note(verb: str, args: dict[str, Any] | str, known: set[str] | None = 
 def read_note(verb: str, result: str | None) -> str:
     """The names a read file defines (``defines `load`, `Session```): what an agent comes
     back to a file for, where a line count alone says nothing."""
-    if verb != "READ" or not result or _PRUNED_LINE_RE.match(result.strip()):
+    if verb != "READ" or not result or is_stand_in(result):
         return ""
     defined = list(dict.fromkeys(_DEFINES_RE.findall(result[:60_000])))[:_MAX_NAMES + 2]
     return "defines " + ", ".join(f"`{n}`" for n in defined) if defined else ""

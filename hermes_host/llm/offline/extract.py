@@ -14,7 +14,6 @@ from hermes_host.llm.offline.actions import (
     _MAX_OUTCOME,
     _NEW_TEXT_KEYS,
     _PATH_KEYS,
-    _PRUNED_LINE_RE,
     _Action,
     _describe_call,
     _describe_result,
@@ -22,6 +21,7 @@ from hermes_host.llm.offline.actions import (
     _scan_window,
     change_note,
     file_names,
+    is_stand_in,
     names_noted_for,
     noted_lines,
     read_note,
@@ -329,7 +329,7 @@ class _Extractor:
         """``change`` for a write of a file the session saw before: compared with the names
         it held (:func:`change_note`'s ``known``); and the names of each file read or
         written are remembered for the next write."""
-        if verb == "READ" and result and not _PRUNED_LINE_RE.match(result.strip()):
+        if verb == "READ" and result and not is_stand_in(result):
             self._known.setdefault(path, set()).update(file_names(result))
         elif verb in ("WROTE", "CREATED", "EDITED") and isinstance(args, dict):
             known = self._known.get(path) or names_noted_for(path, self._previous_lines)

@@ -49,7 +49,7 @@ class Handover:
 def read_handover(text: str) -> Handover | None:
     """The open threads and fixed errors of a continuation summary, ``None`` for any
     other text."""
-    if not text.lstrip().startswith(CONTINUATION_PREFIX):
+    if not text[:200].lstrip().startswith(CONTINUATION_PREFIX):  # no copy of a long text
         return None
     sections: dict[str, str] = {}
     heads = list(_HEADING_RE.finditer(text))
