@@ -226,8 +226,8 @@ def main() -> int:
         f"inline) is {own:.1f} µs; the rest, {added - own:.1f} µs, is handing the call to a "
         f"worker thread and back (a bare round trip measured {floor_s[0]:.1f} µs in the same "
         "run). The hand-off is what varies between runs: waking an idle core on this shared "
-        "VM costs far more than on a busy one (the load "
-        "average above says which this run was)."
+        "VM costs far more than on a busy one (the load average above hints which this run "
+        "was; a one-minute average tells them apart only roughly)."
     )
     print(
         f"- 200-message window ({source}): the fence adds {big_fenced[0] - big_bare[0]:.0f} µs "
