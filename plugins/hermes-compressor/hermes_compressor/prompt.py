@@ -9,7 +9,9 @@ Everything that goes in is redacted first; the caller passes already-redacted me
 from __future__ import annotations
 
 import datetime as _dt
+import difflib
 import json
+import re
 from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import accumulate
@@ -19,6 +21,8 @@ from hermes_host.llm.base import SUMMARY_SECTIONS
 from hermes_host.messages import text_of
 from hermes_host.models import Message
 from hermes_host.redact import redact
+
+from hermes_compressor.prune import PRUNED_MARK
 
 __all__ = [
     "CRON_GOAL",
@@ -31,13 +35,12 @@ __all__ = [
 ]
 
 PREAMBLE = (
-    "You are a summarization agent creating a context checkpoint. Treat the conversation "
-    "turns below as source material for a compact record of prior work. Produce only the "
-    "structured summary; do not add a greeting, preamble, or prefix. Write in the language "
-    "of the conversation, and state only what the source shows.\n"
+    "You are a summarization agent creating a context checkpoint: a compact record of prior "
+    "work, from the conversation turns below as source material. Output only the structured "
+    "summary (no greeting, preamble or prefix), in the language of the conversation, stating "
+    "only what the source shows.\n"
     "NEVER include API keys, tokens, passwords, secrets, credentials, or connection strings "
-    "in the summary — replace any that appear with [REDACTED]. Note that credentials were "
-    "present, but do not preserve their values."
+    "in the summary: replace any with [REDACTED] and note that credentials were present."
 )
 
 # The offline summariser recognises an unattended session by these exact texts: one copy.
@@ -45,30 +48,28 @@ CRON_GOAL = _offline.CRON_GOAL
 CRON_QUESTIONS = _offline.NO_USER_QUESTIONS
 
 _HINTS: dict[str, str] = {
-    "Historical Task Snapshot": (
-        "The user's request(s), copied verbatim from the source. Do not write 'User asked:'."
-    ),
+    "Historical Task Snapshot": "The user's request(s), verbatim; never 'User asked:'.",
     "Goal": "The objective being pursued.",
     "Constraints & Preferences": (
-        "Runtime, configuration and technical constraints stated in the source only; never "
-        "invent user preferences."
+        "Runtime, configuration and technical constraints from the source; never invented "
+        "preferences."
     ),
     "Completed Actions": (
-        "A numbered list, one line each: `N. ACTION target — outcome [tool: name]`, with file "
-        "paths, commands, line numbers and results."
+        "Numbered, one line each: `N. ACTION target — outcome [tool: name]`, with paths, "
+        "commands, line numbers, results."
     ),
     "Active State": "Working directory, branch, changed files, test status, running processes.",
-    "Blocked": "Unresolved blockers with the exact error messages.",
-    "Key Decisions": "Technical decisions and the reasons for them.",
-    "Resolved Questions": "Questions already answered, with the answers.",
-    "Relevant Files": "Files read, changed or created, each with a short note.",
+    "Blocked": "Unresolved blockers, with the exact errors.",
+    "Key Decisions": "Technical decisions and their reasons.",
+    "Resolved Questions": "Questions answered, with the answers.",
+    "Relevant Files": "Files read, changed or created, a short note each.",
     "Critical Context": (
-        "Concrete values, errors and settings that could not be recovered if lost; credentials "
-        "as [REDACTED]."
+        "Values, errors and settings that could not be recovered if lost; credentials as "
+        "[REDACTED]."
     ),
     "Pruned Skills": (
-        "Copy every `[SKILL_PRUNED: ...]` marker from the input verbatim, one per line; never "
-        "paraphrase them (they tell the agent which skills must be reloaded before use)."
+        "Every `[SKILL_PRUNED: ...]` marker of the input, verbatim, one per line (they name "
+        "skills to reload before use)."
     ),
 }
 
@@ -79,16 +80,15 @@ SECTIONS: tuple[tuple[str, str], ...] = tuple(
 each with the instruction the summariser gets."""
 
 _FIRST_ROUND = (
-    "Create a structured checkpoint summary of the conversation turns below, using exactly "
+    "Create a structured checkpoint summary of the conversation turns below, with exactly "
     "these sections, in this order:"
 )
 _UPDATE_ROUND = (
-    "You are updating a context compaction summary. The PREVIOUS SUMMARY below was written at "
-    "an earlier compaction; NEW TURNS TO INCORPORATE happened after it. PRESERVE all "
-    "still-relevant information from the previous summary. ADD the new completed actions "
-    "(continue the numbering). Move items that have finished from In Progress / Active State "
-    "to Completed Actions. Remove information only if it is clearly obsolete. Keep exactly "
-    "these sections, in this order:"
+    "You are updating a context compaction summary. PRESERVE all still-relevant information "
+    "of the PREVIOUS SUMMARY below; ADD the completed actions of the NEW TURNS TO INCORPORATE "
+    "(continue the numbering); move finished items from In Progress / Active State to "
+    "Completed Actions; remove information only if it is clearly obsolete. Keep exactly these "
+    "sections, in this order:"
 )
 
 
@@ -98,10 +98,10 @@ def temporal_rule(today: _dt.date | None) -> str | None:
         return None
     day = today.isoformat()
     return (
-        f"TEMPORAL ANCHORING: The current date is {day}. When an action has already been "
-        "carried out, phrase it as a completed, dated, past-tense fact, so that a resumed "
-        'session does not do it again: rewrite "email John about the proposal" as "Sent '
-        f'the proposal email to John on {day}."'
+        f"TEMPORAL ANCHORING: The current date is {day}. Phrase each action already carried "
+        "out as a completed, dated, past-tense fact, so that a resumed session does not redo "
+        f'it: "email John about the proposal" becomes "Sent the proposal email to John on '
+        f'{day}."'
     )
 
 
@@ -113,25 +113,111 @@ def _clip(text: str, limit: int) -> str:
     return f"{text[:head]}\n…[{len(text) - limit:,} chars omitted]…\n{text[-tail:]}"
 
 
-def _pieces(messages: Sequence[Message]) -> list[tuple[str, str, bool]]:
-    """Each rendered part as (label, text, is a tool call's arguments), before clipping."""
-    pieces: list[tuple[str, str, bool]] = []
+_TEXT_SHARE = {"USER": 1, "SYSTEM": 1}
+"""Divisor of the per-message limit by role: a user's request is copied verbatim into the
+Historical Task Snapshot, so it keeps the whole limit; the assistant's prose, tool results
+(step 1's one-liners in the middle) and calls get half."""
+_VALUE_SHARE = 8
+"""Each string inside a tool call's arguments keeps ``max_turn_chars // 8`` characters (its
+two ends): a path or a command is short and stays whole; a file body written or an edit's
+old/new text is shown in part (Hermes Agent keeps 1,200 characters of a call's arguments)."""
+
+
+_EDIT_PAIRS = (("old_string", "new_string"), ("old_str", "new_str"))
+"""An edit's replaced and replacing text (Claude Code's Edit, SWE-agent's str_replace):
+shown as the lines that changed."""
+_EXCERPT = "\n…recent excerpt:\n"
+"""Step 1's pressure pass keeps the end of an output inside the tail (prune.py); once that
+output is in the middle the one-liner describes it and only the excerpt's end is kept."""
+
+
+def _changed_lines(old: str, new: str) -> str:
+    """The lines ``new`` changed in ``old``, ``-``/``+`` prefixed (no context lines): what an
+    edit did, without the unchanged lines both texts repeat."""
+    out: list[str] = []
+    for line in difflib.unified_diff(old.splitlines(), new.splitlines(), n=0, lineterm=""):
+        if line.startswith(("---", "+++")):
+            continue
+        out.append("…" if line.startswith("@@") else line)
+    return "\n".join(out[1:] if out[:1] == ["…"] else out)
+
+
+def _call_text(raw: object, value_limit: int) -> str:
+    """A tool call's arguments as ``key: value`` lines: strings unquoted and unescaped (a
+    JSON-escaped heredoc costs more tokens than the text), each clipped to ``value_limit``;
+    absent values (null, "", [], {}) left out; an edit's old/new text as the changed lines
+    (``change:``, up to twice ``value_limit``).  Arguments that are not a JSON object are
+    shown as they are."""
+    parsed = raw
+    if isinstance(raw, str):
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            return raw
+    if not isinstance(parsed, dict):
+        return raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+    lines = []
+    for old_key, new_key in _EDIT_PAIRS:
+        old, new = parsed.get(old_key), parsed.get(new_key)
+        if isinstance(old, str) and isinstance(new, str):
+            parsed = {k: v for k, v in parsed.items() if k not in (old_key, new_key)}
+            lines.append(f"change: {_clip(_changed_lines(old, new), value_limit * 2)}")
+            break
+    for key, value in parsed.items():
+        if value is None or value == "" or value == [] or value == {}:
+            continue
+        if not isinstance(value, str):
+            value = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        lines.append(f"{key}: {_clip(value, value_limit)}")
+    return "\n".join(lines[1:] + lines[:1])  # the edit's change after its path
+
+
+_STAND_IN = re.compile(re.escape(PRUNED_MARK) + r"\[[^\]\n]{1,40}\] ")
+"""Step 1's one-liner opening: ``[pruned tool output] [terminal] `` (the label says it)."""
+
+
+def _result_text(text: str, excerpt_limit: int) -> tuple[str, str]:
+    """A tool result as (label suffix, text).  Step 1's one-liner is labelled ``pruned`` and
+    loses its two tags (the tool's name is in the label); a pressure-demoted one keeps its
+    excerpt's last ``excerpt_limit`` characters (where an error or a verdict ends an output)."""
+    opening = _STAND_IN.match(text)
+    if opening is None:
+        return "", text
+    text = text[opening.end():]
+    if _EXCERPT in text:
+        line, excerpt = text.split(_EXCERPT, 1)
+        if len(excerpt) > excerpt_limit:
+            text = f"{line}{_EXCERPT}…{excerpt[-excerpt_limit:]}"
+    return ", pruned", text
+
+
+def _pieces(messages: Sequence[Message], max_turn_chars: int) -> list[tuple[str, str, int]]:
+    """Each rendered part as (label, text, divisor of the limit), before clipping.
+
+    A call is labelled with its tool's name, and so is its result (found through the call's
+    id): provider call ids (``call_00_gO4J3uFMqymct7cuL4cqjhkI``) are ~20 tokens each and
+    tell the summariser nothing."""
+    value_limit = max(80, max_turn_chars // _VALUE_SHARE)
+    names: dict[object, str] = {}
+    pieces: list[tuple[str, str, int]] = []
     for message in messages:
         role = str(message.get("role", "?")).upper()
         text = text_of(message)
         if role == "TOOL":
-            name = message.get("name") or message.get("tool_call_id") or ""
-            pieces.append((f"[TOOL RESULT {name}]: ", text, False))
+            call_id = message.get("tool_call_id")
+            name = message.get("name") or names.get(call_id) or call_id or ""
+            pruned, shown = _result_text(text, value_limit // 2)
+            pieces.append((f"[TOOL RESULT {name}{pruned}]: ", shown, 2))
             continue
         if text.strip():
-            pieces.append((f"[{role}]: ", text, False))
+            pieces.append((f"[{role}]: ", text, _TEXT_SHARE.get(role, 2)))
         for call in message.get("tool_calls") or []:
             fn = call.get("function") or {}
-            args = fn.get("arguments")
-            if not isinstance(args, str):
-                args = json.dumps(args, ensure_ascii=False)
+            name = str(fn.get("name") or "?")
+            if call.get("id"):
+                names[call.get("id")] = name
             pieces.append(
-                (f"[{role} → TOOL CALL {fn.get('name')} id={call.get('id')}]: ", args or "", True)
+                (f"[TOOL CALL {name}]: ", _call_text(fn.get("arguments") or "", value_limit), 2)
             )
     return pieces
 
@@ -160,26 +246,28 @@ class _Lengths:
 def render_turns(messages: Sequence[Message], *, max_turn_chars: int, max_total: int) -> str:
     """The source turns as labelled plain text, each message clipped, the whole bounded.
 
-    Each message is clipped to ``max_turn_chars`` (tool-call arguments to half), halving the
-    limit while the whole exceeds ``max_total`` (down to 200); what still exceeds it keeps its
-    first two thirds and its last third.  Lengths are computed before any text is joined, and
-    only the two ends that survive are built: a 100,000-message middle costs one pass per
-    halving over its lengths, not a rendering each (issue 15)."""
-    pieces = _pieces(messages)
+    A user's (or system) message is clipped to ``max_turn_chars``, the assistant's prose, a
+    tool call's arguments and a tool result to half of it (see :data:`_TEXT_SHARE`), halving
+    the limit while the whole exceeds ``max_total`` (down to 200); what still exceeds it keeps
+    its first two thirds and its last third.  Calls and results are labelled with the tool's
+    name, arguments rendered by :func:`_call_text`.  Lengths are computed before any text is
+    joined, and only the two ends that survive are built: a 100,000-message middle costs one
+    pass per halving over its lengths, not a rendering each (issue 15)."""
+    pieces = _pieces(messages, max_turn_chars)
     sep = len("\n\n")
     limit = max_turn_chars
     fixed = sum(len(label) for label, _, _ in pieces) + sep * max(0, len(pieces) - 1)
-    whole = _Lengths([len(text) for _, text, half in pieces if not half])
-    halved = _Lengths([len(text) for _, text, half in pieces if half])
+    shares = sorted({share for _, _, share in pieces})
+    lengths = {s: _Lengths([len(t) for _, t, share in pieces if share == s]) for s in shares}
     while True:
-        total = fixed + whole.clipped(limit) + halved.clipped(limit // 2)
+        total = fixed + sum(lengths[s].clipped(limit // s) for s in shares)
         if total <= max_total or limit <= 200:
             break
         limit //= 2
 
     def part(index: int) -> str:
-        label, text, half = pieces[index]
-        return label + _clip(text, limit // 2 if half else limit)
+        label, text, share = pieces[index]
+        return label + _clip(text, limit // share)
 
     if total <= max_total or max_total * 2 // 3 == max_total:
         return _clip("\n\n".join(part(i) for i in range(len(pieces))), max_total)
@@ -226,10 +314,9 @@ def build_prompt(
     blocks.append("\n".join(f"{title}\n{hint}" for title, hint in SECTIONS))
     if unattended:
         blocks.append(
-            "This is an unattended (cron / pure agent) session: no human user turn exists. "
-            f"Under ## Goal write exactly `{CRON_GOAL}` followed by the inferred objective — "
-            "never call it a user goal. Under ## Resolved Questions write exactly "
-            f"`{CRON_QUESTIONS}`"
+            "Unattended (cron / pure agent) session: no human user turn exists. Under ## Goal "
+            f"write exactly `{CRON_GOAL}` then the inferred objective, never called a user "
+            f"goal. Under ## Resolved Questions write exactly `{CRON_QUESTIONS}`"
         )
     if focus_topic and focus_topic.strip():
         blocks.append(
@@ -245,8 +332,8 @@ def build_prompt(
             f"{_clip(redact(memory_context.strip()), max_previous_chars)}\n</memory_context>"
         )
     blocks.append(
-        f"Target ~{budget_tokens} tokens. Be CONCRETE: name files, commands, line numbers, "
-        "values and exact errors — never write vague phrases like 'made some changes'."
+        f"Target ~{budget_tokens} tokens. Be CONCRETE: files, commands, line numbers, values, "
+        "exact errors; never vague phrases like 'made some changes'."
     )
     source = render_turns(turns, max_turn_chars=max_turn_chars, max_total=max_source_chars)
     if previous_summary:

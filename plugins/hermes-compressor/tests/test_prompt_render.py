@@ -9,40 +9,22 @@ from collections.abc import Sequence
 
 import pytest
 from compressor_helpers import load_normalised, transcript_paths
-from hermes_host.messages import text_of
 from hermes_host.models import Message
 
-from hermes_compressor.prompt import _clip, render_turns
+from hermes_compressor.prompt import _clip, _pieces, render_turns
 
 
 def reference_render(messages: Sequence[Message], *, max_turn_chars: int, max_total: int) -> str:
-    """The source turns as labelled plain text, each message clipped, the whole bounded."""
+    """The source turns as labelled plain text, each piece clipped, the whole bounded: every
+    piece rendered and joined for each limit tried."""
+    pieces = _pieces(messages, max_turn_chars)
     limit = max_turn_chars
     while True:
-        parts: list[str] = []
-        for message in messages:
-            role = str(message.get("role", "?")).upper()
-            text = text_of(message)
-            if role == "TOOL":
-                name = message.get("name") or message.get("tool_call_id") or ""
-                parts.append(f"[TOOL RESULT {name}]: {_clip(text, limit)}")
-                continue
-            if text.strip():
-                parts.append(f"[{role}]: {_clip(text, limit)}")
-            for call in message.get("tool_calls") or []:
-                fn = call.get("function") or {}
-                args = fn.get("arguments")
-                if not isinstance(args, str):
-                    args = json.dumps(args, ensure_ascii=False)
-                parts.append(
-                    f"[{role} → TOOL CALL {fn.get('name')} id={call.get('id')}]: "
-                    f"{_clip(args or '', limit // 2)}"
-                )
-        rendered = "\n\n".join(parts)
+        rendered = "\n\n".join(label + _clip(text, limit // share)
+                                for label, text, share in pieces)
         if len(rendered) <= max_total or limit <= 200:
             return _clip(rendered, max_total)
         limit //= 2
-
 
 
 def _synthetic(n: int) -> list[Message]:
@@ -72,3 +54,72 @@ def test_equals_the_full_rendering_on_real_transcripts(path: object) -> None:
     for turn, total in BOUNDS[:4]:
         assert render_turns(messages, max_turn_chars=turn, max_total=total) == \
             reference_render(messages, max_turn_chars=turn, max_total=total), (turn, total)
+
+
+def _call(call_id: str, name: str, args: dict[str, object]) -> Message:
+    return {"role": "assistant", "content": "", "tool_calls": [{
+        "id": call_id, "type": "function",
+        "function": {"name": name, "arguments": json.dumps(args)}}]}
+
+
+def test_calls_and_results_are_labelled_by_tool_name_not_call_id() -> None:
+    """Issue 28: a provider's call id (~20 tokens, twice per call) tells the summariser
+    nothing; the tool's name labels the call and, found through the id, its result."""
+    call_id = "call_00_gO4J3uFMqymct7cuL4cqjhkI"
+    text = render_turns(
+        [{"role": "user", "content": "run the tests"},
+         _call(call_id, "bash", {"command": "cd /testbed && pytest -x tests/test_a.py"}),
+         {"role": "tool", "tool_call_id": call_id,
+          "content": "[pruned tool output] [terminal] ran `cd /testbed && pytest -x "
+                     "tests/test_a.py` -> exit 1, 40 lines output"}],
+        max_turn_chars=4_000, max_total=400_000)
+    assert call_id not in text
+    assert "[TOOL CALL bash]: command: cd /testbed && pytest -x tests/test_a.py" in text
+    # step 1's one-liner: its two tags become the label's "pruned", its facts stay
+    assert ("[TOOL RESULT bash, pruned]: ran `cd /testbed && pytest -x tests/test_a.py` -> "
+            "exit 1, 40 lines output") in text
+    assert "[USER]: run the tests" in text
+
+
+def test_arguments_are_unescaped_and_long_strings_keep_both_ends() -> None:
+    """Arguments render as ``key: value`` lines without JSON escapes; a long string keeps
+    its two ends (the command of a heredoc, its last line), absent values are left out."""
+    body = "\n".join(f"line {i} of the script" for i in range(200))
+    command = f"cd /repo && cat > run.py << 'EOF'\n{body}\nEOF\npython run.py --out /tmp/r.txt"
+    text = render_turns(
+        [_call("c1", "Bash", {"command": command, "timeout": None, "description": "write it"})],
+        max_turn_chars=4_000, max_total=400_000)
+    assert "cd /repo && cat > run.py << 'EOF'\nline 0 of the script" in text
+    assert "python run.py --out /tmp/r.txt" in text
+    assert "chars omitted]" in text and "line 100 of the script" not in text
+    assert "timeout" not in text and "description: write it" in text
+    assert '\\n' not in text and '"command"' not in text
+
+
+def test_an_edit_is_shown_as_its_changed_lines() -> None:
+    """An edit's old and new text repeat their unchanged lines: only the changed ones are
+    shown, after the file path (which is never clipped)."""
+    same = "\n".join(f"    keep_{i} = {i}" for i in range(40))
+    old = f"def f():\n{same}\n    return 1\n"
+    new = f"def f():\n{same}\n    return 2\n"
+    text = render_turns(
+        [_call("c1", "Edit", {"file_path": "/src/pkg/mod.py", "old_string": old,
+                              "new_string": new, "replace_all": False})],
+        max_turn_chars=4_000, max_total=400_000)
+    change = "change: -    return 1\n+    return 2"
+    assert text.index("file_path: /src/pkg/mod.py") < text.index(change)
+    assert "keep_3" not in text
+
+
+def test_a_pressure_excerpt_keeps_its_end() -> None:
+    """A result the pressure pass demoted (one-liner + recent excerpt) keeps its one-liner
+    and the end of its excerpt, where the error is."""
+    excerpt = "\n".join(f"noise {i}" for i in range(100)) + "\nE   AssertionError: 3 != 4"
+    result = ("[pruned tool output] [terminal] ran `pytest` -> exit 1, 101 lines output"
+              f"\n…recent excerpt:\n{excerpt}")
+    text = render_turns(
+        [_call("c1", "bash", {"command": "pytest"}),
+         {"role": "tool", "tool_call_id": "c1", "content": result}],
+        max_turn_chars=4_000, max_total=400_000)
+    assert "ran `pytest` -> exit 1, 101 lines output" in text
+    assert text.endswith("E   AssertionError: 3 != 4") and "noise 3\n" not in text

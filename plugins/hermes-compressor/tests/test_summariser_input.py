@@ -63,7 +63,7 @@ def test_the_offline_summariser_reads_the_originals_and_an_llm_the_one_liners() 
         original = _module(i)
         assert (lines, chars) == (original.count("\n") + 1, len(original))
     # the prompt an LLM would read still carries step 1's one-liners only
-    assert "[pruned tool output]" in job.prompt
+    assert re.search(r"\[TOOL RESULT \w+, pruned\]: read src/pkg/module_\d+\.py", job.prompt)
     assert "value_0_200" not in job.prompt
 
 
