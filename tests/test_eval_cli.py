@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from eval_helpers import coding_session, write_jsonl
 
 from hermes_host.cli import cli
+from hermes_host.cli.eval import AGENT_LEGEND
 
 
 def _cli(*args: str, home: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
@@ -81,6 +82,12 @@ def test_eval_json_compares_engine_sets_on_one_budget(tmp_path: Path):
         assert all(p["tokens"] > 0 and p["listed"] >= p["visible"] >= p["in_context"]
                    for p in run["recall_points"])
     assert retrieval["in_context_recall"] < retrieval["needed_later_recall"]
+    # issue 28's agent rule beside them: a subset of the needed artifacts at every point
+    for run in (base, retrieval):
+        assert set(run["recall_after_compression_agent"]) == {"1", "5", "10", "25"}
+        assert "needed_later_recall_agent" in run and "in_context_recall_agent" in run
+        assert all(0 <= p["in_context_agent"] <= p["visible_agent"] <= p["needed_agent"]
+                   <= p["needed"] for p in run["recall_points"])
     assert retrieval["select_adopted"].get("retrieval", 0) >= 1
     overall = report["overall"]
     assert overall["compressor+retrieval"]["median_needed_later_recall"] == (
@@ -88,6 +95,8 @@ def test_eval_json_compares_engine_sets_on_one_budget(tmp_path: Path):
     )
     pooled = overall["compressor"]
     assert pooled["pooled_in_context_recall"] == base["in_context_recall"]  # one transcript
+    assert pooled["pooled_needed_later_recall_agent"] == base["needed_later_recall_agent"]
+    assert set(pooled["recall_10th_over_1st_agent"]) == {"all_transcripts", "same_transcripts"}
     assert pooled["pooled_precision"] == base["precision"]
     assert pooled["recall_after_compression"]["1"]["transcripts"] == 1
     assert "eval session.jsonl [compressor]" in proc.stderr
@@ -101,8 +110,11 @@ def test_eval_table_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
                      "--context-length", "5000", home=tmp_path, monkeypatch=monkeypatch)
     assert result.exit_code == 0, result.stderr
     assert "compressor+topic_router" in result.stdout and "overall" in result.stdout
-    for heading in ("recall measures per transcript", "overall recall measures"):
+    for heading in ("recall measures per transcript", "overall recall measures",
+                    "overall recall measures, agent rule", "recall (agent rule)"):
         assert heading in result.stdout
+    # the one-line legend of the agent rule, however the terminal wraps it
+    assert " ".join(AGENT_LEGEND.split()) in " ".join(result.stdout.split())
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,9 @@ Every transcript is replayed with every engine set through a real host (a fresh 
 store each, the real fence, the installed engines), and the command reports per transcript
 and overall: model calls, tokens sent per call, auxiliary LLM calls, compressions, invariant
 violations, needed-later recall, in-context recall, recall per 1,000 request tokens,
-precision and recall after the 1st/5th/10th/25th compression (see ``docs/evaluation.md``).
+precision and recall after the 1st/5th/10th/25th compression (see ``docs/evaluation.md``),
+the recall figures both with "needed later" = any later occurrence and = named again by the
+agent (a later assistant message's text or tool-call arguments).
 Progress goes to stderr; the table, or with ``--json`` exactly one JSON object, to stdout.
 """
 
@@ -150,6 +152,16 @@ def _after(values: dict[str, float | None]) -> list[str]:
 
 
 _AFTER_COLUMNS = tuple(f"after {n}." for n in AFTER_NTH)
+AGENT_LEGEND = (
+    "agent rule: an artifact counts as needed later only when a later assistant message names "
+    "it (its text or tool-call arguments), not when it merely recurs in a tool output or user "
+    "message; the other figures count any later occurrence."
+)
+
+
+def _fmt_decay(decay: dict[str, float | None]) -> str:
+    """``all / same``: the 10th ÷ 1st ratio over all transcripts / over those reaching the 10th."""
+    return f"{_fmt_recall(decay['all_transcripts'])} / {_fmt_recall(decay['same_transcripts'])}"
 
 
 def _table(title: str, columns: tuple[str, ...], names: int) -> Table:
@@ -185,7 +197,7 @@ def _print(runs: list[EvalRun], overall: dict[str, dict[str, Any]], report: dict
     measures = _table(
         "recall measures per transcript",
         ("transcript", "engines", "recall", "in context", "per 1K tok", "precision",
-         *_AFTER_COLUMNS),
+         *_AFTER_COLUMNS, "recall (agent rule)"),
         2,
     )
     for run in runs:
@@ -197,6 +209,7 @@ def _print(runs: list[EvalRun], overall: dict[str, dict[str, Any]], report: dict
             _fmt_per_1k(run.recall_per_1k_tokens),
             _fmt_recall(run.precision),
             *_after({str(n): run.recall_after(n) for n in AFTER_NTH}),
+            _fmt_recall(run.recall_agent),
         )
     out.print(measures)
     summary = _table(
@@ -221,7 +234,8 @@ def _print(runs: list[EvalRun], overall: dict[str, dict[str, Any]], report: dict
     pooled = _table(
         "overall recall measures: median over transcripts / pooled (all needed artifacts "
         "together); after the n-th compression: pooled over the n transcripts reaching it",
-        ("engines", "recall", "in context", "per 1K tok", "precision", *_AFTER_COLUMNS),
+        ("engines", "recall", "in context", "per 1K tok", "precision", *_AFTER_COLUMNS,
+         "10th ÷ 1st (all / same)"),
         1,
     )
     for label, row in overall.items():
@@ -237,5 +251,26 @@ def _print(runs: list[EvalRun], overall: dict[str, dict[str, Any]], report: dict
             f"{_fmt_recall(row['median_precision'])} / {_fmt_recall(row['pooled_precision'])}",
             *(f"{_fmt_recall(a['pooled_recall'])} (n={a['transcripts']})"
               for a in after.values()),
+            _fmt_decay(row["recall_10th_over_1st"]),
         )
     out.print(pooled)
+    agent = _table(
+        "overall recall measures, agent rule: median over transcripts / pooled; after the "
+        "n-th compression: pooled over the n transcripts reaching it; 10th ÷ 1st over all "
+        "transcripts / over those reaching the 10th",
+        ("engines", "recall", "in context", *_AFTER_COLUMNS, "10th ÷ 1st (all / same)"),
+        1,
+    )
+    for label, row in overall.items():
+        agent.add_row(
+            label,
+            f"{_fmt_recall(row['median_needed_later_recall_agent'])} / "
+            f"{_fmt_recall(row['pooled_needed_later_recall_agent'])}",
+            f"{_fmt_recall(row['median_in_context_recall_agent'])} / "
+            f"{_fmt_recall(row['pooled_in_context_recall_agent'])}",
+            *(f"{_fmt_recall(a['pooled_recall'])} (n={a['transcripts']})"
+              for a in row["recall_after_compression_agent"].values()),
+            _fmt_decay(row["recall_10th_over_1st_agent"]),
+        )
+    out.print(agent)
+    out.print(AGENT_LEGEND)

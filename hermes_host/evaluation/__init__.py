@@ -14,7 +14,11 @@ Two parts, kept apart so each can be tested on its own:
   :func:`artifact_in_context`), **recall per 1,000 tokens** of the request (in-context
   recall ÷ request tokens / 1000), **precision** (of the history artifacts visible in the
   request, the share needed later) and recall **after the 1st/5th/10th/25th compression**
-  (:data:`AFTER_NTH`).
+  (:data:`AFTER_NTH`).  Each recall figure is also reported under a second rule of "needed
+  later", *the agent names it again* (the ``…_agent`` keys): an artifact counts only if a
+  later assistant message names it in its own text or tool-call arguments
+  (:func:`agent_text`), not merely a later tool output or user message;
+  :func:`needed_later_sets` gives both needed sets of a point.
 * **The driver** (:func:`evaluate`): replays each transcript with each *engine set* through a
   real :class:`~hermes_host.host.ContextHost` (its own temporary SQLite store, the real fence,
   the configured engines) using the replay driver of ``hermes-host replay`` unchanged, and
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 from hermes_host.evaluation.artifacts import (
     BARE_LIST_MIN,
+    agent_text,
     artifact_in_context,
     artifact_visible,
     extract_artifacts,
@@ -38,7 +43,12 @@ from hermes_host.evaluation.artifacts import (
 )
 from hermes_host.evaluation.driver import check_engine_sets, evaluate
 from hermes_host.evaluation.engine_sets import EngineSet, parse_engine_sets
-from hermes_host.evaluation.recall import AFTER_NTH, PointRecall, needed_later_recall
+from hermes_host.evaluation.recall import (
+    AFTER_NTH,
+    PointRecall,
+    needed_later_recall,
+    needed_later_sets,
+)
 from hermes_host.evaluation.runs import EvalRun, summarise_runs
 
 __all__ = [
@@ -47,6 +57,7 @@ __all__ = [
     "EngineSet",
     "EvalRun",
     "PointRecall",
+    "agent_text",
     "artifact_in_context",
     "artifact_visible",
     "check_engine_sets",
@@ -54,6 +65,7 @@ __all__ = [
     "extract_artifacts",
     "message_text",
     "needed_later_recall",
+    "needed_later_sets",
     "parse_engine_sets",
     "summarise_runs",
 ]

@@ -95,6 +95,22 @@ def message_text(message: Message) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def agent_text(message: Message) -> str:
+    """What the agent itself wrote in ``message``: for an assistant message its content and
+    its tool calls' arguments (not the tool names: calling ``bash`` names no artifact); for
+    any other message (user, tool output, system) nothing.  The "agent names it again" rule
+    of needed-later recall reads only this."""
+    if message.get("role") != "assistant":
+        return ""
+    parts = [text_of(message)]
+    for call in message.get("tool_calls") or []:
+        if isinstance(call, dict):
+            fn = call.get("function") or {}
+            arguments = fn.get("arguments", "") if isinstance(fn, dict) else ""
+            parts.append(arguments if isinstance(arguments, str) else str(arguments))
+    return "\n".join(p for p in parts if p)
+
+
 def _whole_token(artifact: str) -> re.Pattern[str]:
     return re.compile(r"(?<![A-Za-z0-9_])" + re.escape(artifact) + r"(?![A-Za-z0-9_])")
 

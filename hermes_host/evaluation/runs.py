@@ -1,5 +1,8 @@
 """What one replay measured (:class:`EvalRun`) and the summary over runs: medians over
-transcripts and figures pooled over all their needed artifacts."""
+transcripts and figures pooled over all their needed artifacts.  Recall is reported under
+both rules of "needed later" (:data:`~hermes_host.evaluation.recall.Rule`): the original
+keys count any later occurrence, the ``…_agent`` keys only a later assistant message naming
+the artifact."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from typing import Any
 from hermes_host.evaluation.recall import (
     AFTER_NTH,
     PointRecall,
+    Rule,
     _in_context_ratio,
     _nth,
     _per_1k,
@@ -60,6 +64,21 @@ class EvalRun:
         return None if point is None else point.recall
 
     @property
+    def recall_agent(self) -> float | None:
+        """Needed-later recall, pooled, under the agent rule."""
+        return _ratio(self.points, "agent")
+
+    @property
+    def in_context_recall_agent(self) -> float | None:
+        """In-context recall, pooled, under the agent rule."""
+        return _in_context_ratio(self.points, "agent")
+
+    def recall_after_agent(self, n: int) -> float | None:
+        """Needed-later recall under the agent rule right after the ``n``-th compression."""
+        point = _nth(self.points, n, "agent")
+        return None if point is None else point.recall_agent
+
+    @property
     def mean_tokens(self) -> float:
         return statistics.fmean(self.tokens_per_call) if self.tokens_per_call else 0.0
 
@@ -94,6 +113,16 @@ class EvalRun:
                                else p.in_context_recall)
                 for n in AFTER_NTH
             },
+            "needed_later_recall_agent": _round(self.recall_agent),
+            "in_context_recall_agent": _round(self.in_context_recall_agent),
+            "recall_after_compression_agent": {
+                str(n): _round(self.recall_after_agent(n)) for n in AFTER_NTH
+            },
+            "in_context_recall_after_compression_agent": {
+                str(n): _round(None if (p := _nth(self.points, n, "agent")) is None
+                               else p.in_context_recall_agent)
+                for n in AFTER_NTH
+            },
             "recall_points": [p.as_dict() for p in self.points],
             "select_adopted": self.select_engines,
             "seconds": round(self.seconds, 2),
@@ -105,19 +134,36 @@ def _median(values: Iterable[float | None]) -> float | None:
     return round(statistics.median(present), 4) if present else None
 
 
-def _after_nth(runs: Sequence[EvalRun], n: int) -> dict[str, Any]:
+def _after_nth(runs: Sequence[EvalRun], n: int, rule: Rule = "any") -> dict[str, Any]:
     """Recall right after the ``n``-th compression, over the runs that reached it: pooled
     (all their needed artifacts at that compression together), median, and the same runs'
-    pooled recall after their 1st compression (a like-for-like baseline for the decay)."""
-    reached = [(r, p) for r in runs if (p := _nth(r.points, n)) is not None]
+    pooled recall after their 1st compression (a like-for-like baseline for the decay).
+    ``rule`` says what "needed later" means (a run "reached" the n-th compression when it
+    needed something there under that rule)."""
+    reached = [(r, p) for r in runs if (p := _nth(r.points, n, rule)) is not None]
     points = [p for _, p in reached]
-    firsts = [f for r, _ in reached if (f := _nth(r.points, 1)) is not None]
+    firsts = [f for r, _ in reached if (f := _nth(r.points, 1, rule)) is not None]
     return {
         "transcripts": len(reached),
-        "pooled_recall": _round(_ratio(points)),
-        "median_recall": _median(p.recall for p in points),
-        "pooled_in_context_recall": _round(_in_context_ratio(points)),
-        "pooled_recall_after_1st_same_transcripts": _round(_ratio(firsts)),
+        "pooled_recall": _round(_ratio(points, rule)),
+        "median_recall": _median(p.recall_agent if rule == "agent" else p.recall
+                                 for p in points),
+        "pooled_in_context_recall": _round(_in_context_ratio(points, rule)),
+        "pooled_recall_after_1st_same_transcripts": _round(_ratio(firsts, rule)),
+    }
+
+
+def _decay(after: dict[str, dict[str, Any]], n: int = 10) -> dict[str, float | None]:
+    """Pooled recall after the ``n``-th compression ÷ after the 1st: over all transcripts
+    (``all_transcripts``: each figure over the runs that reached it, as ``benchmarks/
+    bench_eval.py`` reports it) and over only the runs that reached the ``n``-th
+    (``same_transcripts``: like for like).  From the rounded figures of ``after``."""
+    nth, first = after[str(n)], after["1"]
+    at_n, at_1 = nth["pooled_recall"], first["pooled_recall"]
+    same = nth["pooled_recall_after_1st_same_transcripts"]
+    return {
+        "all_transcripts": _round(at_n / at_1) if at_n is not None and at_1 else None,
+        "same_transcripts": _round(at_n / same) if at_n is not None and same else None,
     }
 
 
@@ -126,7 +172,10 @@ def summarise_runs(runs: Sequence[EvalRun]) -> dict[str, dict[str, Any]]:
     (transcripts without a compression point that needs anything are left out), the pooled
     recall (all needed artifacts of all transcripts together), the same for in-context
     recall, precision and recall per 1,000 tokens, recall after the 1st/5th/10th/25th
-    compression, mean tokens per model call, and totals."""
+    compression and the 10th ÷ 1st ratio, mean tokens per model call, and totals.  The
+    ``…_agent`` keys give recall, in-context recall, recall after the n-th compression and
+    the ratio under the agent rule ("needed later" = named again by a later assistant
+    message)."""
     out: dict[str, dict[str, Any]] = {}
     for label in dict.fromkeys(r.engines for r in runs):
         mine = [r for r in runs if r.engines == label]
@@ -145,7 +194,19 @@ def summarise_runs(runs: Sequence[EvalRun]) -> dict[str, dict[str, Any]]:
             "pooled_precision": _round(_precision(points)),
             "median_recall_per_1k_tokens": _median(r.recall_per_1k_tokens for r in mine),
             "pooled_recall_per_1k_tokens": _round(_per_1k(points)),
-            "recall_after_compression": {str(n): _after_nth(mine, n) for n in AFTER_NTH},
+            "recall_after_compression": (after := {
+                str(n): _after_nth(mine, n) for n in AFTER_NTH
+            }),
+            "recall_10th_over_1st": _decay(after),
+            "transcripts_with_recall_agent": sum(r.recall_agent is not None for r in mine),
+            "median_needed_later_recall_agent": _median(r.recall_agent for r in mine),
+            "pooled_needed_later_recall_agent": _round(_ratio(points, "agent")),
+            "median_in_context_recall_agent": _median(r.in_context_recall_agent for r in mine),
+            "pooled_in_context_recall_agent": _round(_in_context_ratio(points, "agent")),
+            "recall_after_compression_agent": (after_agent := {
+                str(n): _after_nth(mine, n, "agent") for n in AFTER_NTH
+            }),
+            "recall_10th_over_1st_agent": _decay(after_agent),
             "model_calls": sum(r.model_calls for r in mine),
             "mean_tokens_per_call": round(statistics.fmean(calls), 1) if calls else 0.0,
             "mean_tokens_per_turn": (
