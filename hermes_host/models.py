@@ -146,6 +146,12 @@ class SummarizerSettings(_Settings):
         default_factory=dict,
         description="Extra HTTP headers sent with every request (OpenRouter's HTTP-Referer…).",
     )
+    continuation: bool = Field(
+        False,
+        description="The summariser is the chat model on the same provider: send the summary "
+        "request as a continuation of the last chat request (the window as sent, plus one "
+        "instruction message), so that the provider can bill that prefix as a cache read.",
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -348,3 +348,52 @@ def test_public_names_are_unique_and_importable(module: str) -> None:
     assert len(set(mod.__all__)) == len(mod.__all__)
     for name in mod.__all__:
         assert getattr(mod, name) is not None, f"{module}.{name}"
+
+
+CHAT_WINDOW = [
+    {"role": "system", "content": "You are a coding agent. Work in /repo."},
+    {"role": "user", "content": "fix the failing test in tests/test_a.py"},
+    {"role": "assistant", "content": "Running it.", "tool_calls": [
+        {"id": "call_1", "type": "function",
+         "function": {"name": "bash", "arguments": '{"command": "pytest tests/test_a.py"}'}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "E   AssertionError: 3 != 4"},
+]
+INSTRUCTION = "CONTEXT CHECKPOINT REQUEST — summarise every message above except the last 1."
+
+
+def test_continuation_job_sends_the_chat_request_plus_one_instruction(
+    fake: FakeAnthropic
+) -> None:
+    """summarizer.continuation (issue 28): the summary request repeats the chat model's own
+    request — the same system text and messages, converted as the chat converts them — and
+    adds the instruction as the only new content, so a caching provider can read the prefix
+    from its cache; the prompt is not sent."""
+    from hermes_host.chat.anthropic_model import AnthropicChatModel
+
+    chat = AnthropicChatModel("claude-test-model", PLANTED_KEY, base_url=fake.base_url,
+                              max_retries=0)
+    try:
+        chat.respond(CHAT_WINDOW, max_tokens=500)
+    finally:
+        chat.close()
+    window = [dict(m) for m in CHAT_WINDOW]
+    window[1]["_private_note"] = "never on the wire"  # R-7.5: stripped, as the chat strips it
+    _summarizer(fake, model="claude-test-model").summarize(
+        _job(prefix=window, instruction=INSTRUCTION, system="UNUSED-SYSTEM"))
+    sent_by_chat, sent_by_summariser = (r.body for r in fake.requests)
+    assert sent_by_summariser["system"] == sent_by_chat["system"] == CHAT_WINDOW[0]["content"]
+    chat_messages, messages = sent_by_chat["messages"], sent_by_summariser["messages"]
+    # the window ends with a tool result (a user turn): the instruction is its one new block
+    assert messages[:-1] == chat_messages[:-1]
+    assert messages[-1] == {
+        "role": "user",
+        "content": [*chat_messages[-1]["content"], {"type": "text", "text": INSTRUCTION}],
+    }
+    assert PROMPT_MARKER not in fake.requests[-1].raw_body
+    assert "never on the wire" not in fake.requests[-1].raw_body
+
+
+def test_a_job_without_an_instruction_sends_the_prompt(fake: FakeAnthropic) -> None:
+    """A prefix alone is not a continuation: the normal prompt goes out."""
+    _summarizer(fake).summarize(_job(prefix=CHAT_WINDOW))
+    assert fake.requests[0].body["messages"] == [{"role": "user", "content": PROMPT_MARKER}]

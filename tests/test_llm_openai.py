@@ -259,3 +259,28 @@ def test_the_sdk_itself_talks_to_the_fake() -> None:
 def test_fake_rejects_unknown_behaviours_with_the_choices() -> None:
     with pytest.raises(ValueError, match="choose one of: 400, 401"):
         FakeOpenAI().script(["teapot"])
+
+
+def test_continuation_job_sends_the_window_plus_one_instruction(fake: FakeOpenAI) -> None:
+    """summarizer.continuation (issue 28): the summary request is the chat request as it was
+    sent — the window, system prompt included, in order, without the host's private ``_``
+    keys (R-7.5) — followed by exactly one user message, the instruction; the prompt is not
+    sent, and no separate system prompt is added."""
+    window: list[dict[str, object]] = [
+        {"role": "system", "content": "You are a coding agent. Work in /repo."},
+        {"role": "user", "content": "fix the failing test in tests/test_a.py"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "bash", "arguments": '{"command": "pytest tests/test_a.py"}'}}
+        ]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "E   AssertionError: 3 != 4",
+         "_compressed_summary": False},
+    ]
+    instruction = "CONTEXT CHECKPOINT REQUEST — summarise every message above."
+    _summarizer(fake, max_tokens=900).summarize(
+        _job(prefix=window, instruction=instruction, system="UNUSED-SYSTEM"))
+    (req,) = fake.requests
+    on_wire = [{k: v for k, v in m.items() if not k.startswith("_")} for m in window]
+    assert req.body["messages"] == [*on_wire, {"role": "user", "content": instruction}]
+    assert PROMPT_MARKER not in req.raw_body and "UNUSED-SYSTEM" not in req.raw_body
+    assert req.body["max_tokens"] == 900

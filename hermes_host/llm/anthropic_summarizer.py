@@ -38,6 +38,7 @@ from hermes_host.llm.base import (
     classify_status,
     summary_error,
 )
+from hermes_host.messages import sanitize_for_wire
 from hermes_host.models import SummarizerSettings
 from hermes_host.redact import redact
 
@@ -94,12 +95,30 @@ class AnthropicSummarizer:
             return self._client
 
     def request_params(self, job: SummaryJob) -> dict[str, Any]:
-        """The Messages API parameters for ``job`` (already redacted)."""
+        """The Messages API parameters for ``job`` (already redacted).
+
+        A continuation job (``summarizer.continuation``) is sent as the chat sends its own
+        requests (:func:`hermes_host.chat.anthropic_model.to_anthropic`: system messages as
+        ``system``, tool calls and results as text, strict alternation), the instruction as
+        the last user turn; the prefix is not redacted again, so that it stays the bytes the
+        provider already holds."""
         params: dict[str, Any] = {
             "model": self.settings.model,
             "max_tokens": max(1, min(job.max_tokens, self.settings.max_tokens)),
-            "messages": [{"role": "user", "content": redact(job.prompt)}],
         }
+        if job.continuation:
+            from hermes_host.chat.anthropic_model import to_anthropic  # imports this module
+
+            assert job.prefix is not None and job.instruction is not None
+            system, messages = to_anthropic(
+                [*sanitize_for_wire(job.prefix),
+                 {"role": "user", "content": redact(job.instruction)}]
+            )
+            params["messages"] = messages
+            if system:
+                params["system"] = system
+            return params
+        params["messages"] = [{"role": "user", "content": redact(job.prompt)}]
         if job.system:
             params["system"] = redact(job.system)
         return params

@@ -74,6 +74,21 @@ class SummaryJob:
     system: str | None = None
     """Optional system prompt for an LLM summariser."""
     metadata: dict[str, str] = field(default_factory=dict)
+    prefix: list[Message] | None = None
+    """``summarizer.continuation``: the chat model's own request — the session window as it
+    was sent, system prompt included, wire-ready — to send again with :attr:`instruction`
+    appended, so that a prompt-caching provider bills it as a cache read.  When set (and
+    :attr:`instruction` too) an LLM summariser sends ``prefix + [instruction]`` instead of
+    :attr:`prompt`; the prefix goes out as the chat sent it (it is the same text the provider
+    already holds), the instruction redacted."""
+    instruction: str | None = None
+    """The user message appended to :attr:`prefix`: which messages above to summarise, the
+    sections, the target size (``build_continuation_instruction`` of the compressor)."""
+
+    @property
+    def continuation(self) -> bool:
+        """Whether the job is sent as a continuation of the chat request."""
+        return bool(self.prefix) and bool(self.instruction)
 
 
 class SummaryError(Exception):

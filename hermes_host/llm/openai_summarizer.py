@@ -33,6 +33,7 @@ from hermes_host.llm.base import (
     classify_status,
     summary_error,
 )
+from hermes_host.messages import sanitize_for_wire
 from hermes_host.models import SummarizerSettings
 from hermes_host.redact import redact
 
@@ -160,11 +161,21 @@ class OpenAISummarizer:
             return self._client
 
     def request_params(self, job: SummaryJob) -> dict[str, Any]:
-        """The Chat Completions parameters for ``job`` (already redacted)."""
-        messages: list[dict[str, str]] = []
-        if job.system:
-            messages.append({"role": "system", "content": redact(job.system)})
-        messages.append({"role": "user", "content": redact(job.prompt)})
+        """The Chat Completions parameters for ``job`` (already redacted).
+
+        A continuation job (``summarizer.continuation``) sends its prefix — the chat request
+        as it was sent, without the private ``_`` keys (R-7.5), not redacted again so that it
+        stays the bytes the provider already holds — followed by the instruction as one user
+        message."""
+        messages: list[dict[str, Any]] = []
+        if job.continuation:
+            assert job.prefix is not None and job.instruction is not None
+            messages.extend(sanitize_for_wire(job.prefix))
+            messages.append({"role": "user", "content": redact(job.instruction)})
+        else:
+            if job.system:
+                messages.append({"role": "system", "content": redact(job.system)})
+            messages.append({"role": "user", "content": redact(job.prompt)})
         cap = max(1, min(job.max_tokens, self.settings.max_tokens))
         params: dict[str, Any] = {"model": self.settings.model, "messages": messages}
         if is_reasoning_model(self.settings.model):

@@ -1,9 +1,13 @@
 """Step 4's input: the summarisation prompt (SPEC section 7, R-6.6, R-6.10, R-11.4).
 
-One function, :func:`build_prompt`, renders the preamble, the temporal-anchoring rule (only
-when today's date is known — never an empty placeholder), the first-round or update wording,
-the eleven sections in order, the focus topic, memory-provider text and the source turns.
-Everything that goes in is redacted first; the caller passes already-redacted messages.
+:func:`build_prompt` renders the preamble, the temporal-anchoring rule (only when today's
+date is known — never an empty placeholder), the first-round or update wording, the eleven
+sections in order, the focus topic, memory-provider text and the source turns.  Everything
+that goes in is redacted first; the caller passes already-redacted messages.
+
+:func:`build_continuation_instruction` renders the same rules as one user message to append
+to the chat model's own request (``summarizer.continuation``): the source is then the
+conversation above it, which the provider may bill as a cache read.
 """
 
 from __future__ import annotations
@@ -25,10 +29,12 @@ from hermes_host.redact import redact
 from hermes_compressor.prune import PRUNED_MARK
 
 __all__ = [
+    "CONTINUATION_HEADER",
     "CRON_GOAL",
     "CRON_QUESTIONS",
     "PREAMBLE",
     "SECTIONS",
+    "build_continuation_instruction",
     "build_prompt",
     "render_turns",
     "temporal_rule",
@@ -292,25 +298,24 @@ def render_turns(messages: Sequence[Message], *, max_turn_chars: int, max_total:
     return f"{front}\n…[{total - max_total:,} chars omitted]…\n{back}"
 
 
-def build_prompt(
-    turns: Sequence[Message],
+def _rules(
     *,
-    previous_summary: str | None,
+    round_wording: str,
     budget_tokens: int,
     today: _dt.date | None,
     focus_topic: str | None,
     memory_context: str | None,
     unattended: bool,
-    max_turn_chars: int,
-    max_source_chars: int,
     max_previous_chars: int,
-) -> str:
-    """The full prompt; ``previous_summary`` selects the update wording (R-6.10)."""
+) -> list[str]:
+    """The instruction blocks both prompts share, in order: preamble (R-7.1), temporal rule
+    (R-7.3), the round's wording (R-6.10), the eleven sections (R-7.2), the unattended rule,
+    focus topic, memory text (R-11.4) and the target size."""
     blocks = [PREAMBLE]
     rule = temporal_rule(today)
     if rule:
         blocks.append(rule)
-    blocks.append(_UPDATE_ROUND if previous_summary else _FIRST_ROUND)
+    blocks.append(round_wording)
     blocks.append("\n".join(f"{title}\n{hint}" for title, hint in SECTIONS))
     if unattended:
         blocks.append(
@@ -335,6 +340,29 @@ def build_prompt(
         f"Target ~{budget_tokens} tokens. Be CONCRETE: files, commands, line numbers, values, "
         "exact errors; never vague phrases like 'made some changes'."
     )
+    return blocks
+
+
+def build_prompt(
+    turns: Sequence[Message],
+    *,
+    previous_summary: str | None,
+    budget_tokens: int,
+    today: _dt.date | None,
+    focus_topic: str | None,
+    memory_context: str | None,
+    unattended: bool,
+    max_turn_chars: int,
+    max_source_chars: int,
+    max_previous_chars: int,
+) -> str:
+    """The full prompt; ``previous_summary`` selects the update wording (R-6.10)."""
+    blocks = _rules(
+        round_wording=_UPDATE_ROUND if previous_summary else _FIRST_ROUND,
+        budget_tokens=budget_tokens, today=today, focus_topic=focus_topic,
+        memory_context=memory_context, unattended=unattended,
+        max_previous_chars=max_previous_chars,
+    )
     source = render_turns(turns, max_turn_chars=max_turn_chars, max_total=max_source_chars)
     if previous_summary:
         blocks.append(
@@ -344,4 +372,65 @@ def build_prompt(
         )
     else:
         blocks.append(f"TURNS TO SUMMARIZE:\n{source}")
+    return redact("\n\n".join(blocks))
+
+
+CONTINUATION_HEADER = (
+    "CONTEXT CHECKPOINT REQUEST — do not continue the task and do not call tools: this turn "
+    "only asks for a summary of the conversation above."
+)
+"""Opens the continuation instruction: the chat model reads it after its own window, where
+the next thing it would do is carry on with the task."""
+
+
+def build_continuation_instruction(
+    *,
+    keep_last: int,
+    keep_opening: str | None = None,
+    previous_summary: str | None,
+    previous_in_prefix: bool = True,
+    budget_tokens: int,
+    today: _dt.date | None,
+    focus_topic: str | None,
+    memory_context: str | None,
+    unattended: bool,
+    max_previous_chars: int,
+) -> str:
+    """The user message appended to the chat's own request when the summariser is the chat
+    model (``summarizer.continuation``): the same rules as :func:`build_prompt` (R-7.1,
+    R-7.2, R-7.3, R-6.10), the source being the conversation above it.
+
+    ``keep_last`` messages at the end of the conversation stay verbatim after the summary and
+    are not summarised (``0``: everything above is); ``keep_opening`` quotes the beginning of
+    the first of them so the boundary is unambiguous.  On an update round the previous
+    summary is the summary block already in the conversation (``previous_in_prefix``), named
+    rather than repeated; otherwise its text is appended, bounded (R-6.6)."""
+    if previous_summary:
+        source = "the EARLIER CONTEXT SUMMARY in the conversation above" if previous_in_prefix \
+            else "the PREVIOUS SUMMARY below"
+        wording = _UPDATE_ROUND.replace("the PREVIOUS SUMMARY below", source).replace(
+            "the NEW TURNS TO INCORPORATE", "the messages after it")
+    else:
+        wording = _FIRST_ROUND
+    which = "every message above this one"
+    if keep_last > 0:
+        which += (f" except the last {keep_last} (they stay verbatim after the summary"
+                  + (f"; the first of them begins: {_clip(keep_opening.strip(), 160)!r}"
+                     if keep_opening and keep_opening.strip() else "")
+                  + ")")
+    blocks = [
+        CONTINUATION_HEADER,
+        f"Summarise {which}. The system prompt is not part of the summary.",
+        *_rules(
+            round_wording=wording, budget_tokens=budget_tokens, today=today,
+            focus_topic=focus_topic, memory_context=memory_context, unattended=unattended,
+            max_previous_chars=max_previous_chars,
+        ),
+    ]
+    blocks = [b.replace("the conversation turns below", "the conversation above")
+              for b in blocks]
+    if previous_summary and not previous_in_prefix:
+        blocks.append(
+            f"PREVIOUS SUMMARY:\n{_clip(redact(previous_summary), max_previous_chars)}"
+        )
     return redact("\n\n".join(blocks))
