@@ -5,14 +5,18 @@ every decision (R-5.3), so every process serving a session agrees.  This module 
 rules; the host reads and writes the counters through the store.
 
 * Cooldown (R-5.1): a transient summariser failure suppresses *automatic* compression until a
-  deadline (``compression.cooldown_seconds`` unless the engine asked for another length).
-  A manual ``/compress`` (``force=True``) clears it.
+  deadline (``compression.cooldown_seconds`` unless the engine asked for another length) —
+  except for an engine that declares ``compresses_during_cooldown = True`` (the default
+  compressor): it makes no LLM call during a cooldown but compresses with the offline
+  summariser, so one 429 cannot let the window outgrow the model (issue 28); the cooldown
+  then delays only its next LLM attempt.  A manual ``/compress`` (``force=True``) clears it.
 * Anti-thrash (R-5.2): automatic compression stops after 2 consecutive ineffective
   compressions (each saved < 10 %, or was a no-op), or after the fallback summary was used 2
   times in a row.  A forced compression ignores both; an effective one resets the counters.
   It re-arms for one attempt once the window has grown by :data:`REARM_GROWTH` since the last
-  ineffective attempt (:func:`rearmed`): two no-ops early in a short session must not block
-  compression for the rest of it.
+  ineffective attempt, or reached the request budget (:func:`rearmed`): two no-ops early in a
+  short session must not block compression for the rest of it.  A fallback summary written
+  *during* a cooldown is the plan, not a failure: it does not extend the fallback streak.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ __all__ = [
     "after_compression",
     "blocked_reason",
     "cleared_for_force",
+    "cooldown_left",
     "host_decision",
     "model_ratio",
     "rearmed",
@@ -48,8 +53,9 @@ ineffective attempt (a materially larger window may well compress)."""
 
 def rearmed(guards: GuardState, tokens: int, context_length: int | None = None) -> GuardState:
     """``guards`` as the next decision should see them: anti-thrash's streaks cleared for one
-    attempt when the window reached the context length (the next call would fail) or grew
-    by :data:`REARM_GROWTH` since the last ineffective attempt.  The cooldown never yields."""
+    attempt when the window reached ``context_length`` — pass the request budget
+    (``context_length - max_output_tokens``): the next request would not fit — or grew by
+    :data:`REARM_GROWTH` since the last ineffective attempt."""
     if guards.ineffective_count < STREAK_LIMIT and guards.fallback_streak < STREAK_LIMIT:
         return guards
     overflow = context_length is not None and tokens >= context_length
@@ -64,22 +70,36 @@ def rearmed(guards: GuardState, tokens: int, context_length: int | None = None) 
 
 
 def blocked_reason(
-    guards: GuardState, tokens: int | None = None, context_length: int | None = None
+    guards: GuardState,
+    tokens: int | None = None,
+    context_length: int | None = None,
+    *,
+    cooldown: bool = True,
 ) -> str | None:
     """Why automatic compression is suppressed now, or ``None`` when it may run.
 
-    Anti-thrash yields (:func:`rearmed`) when the window has reached the context length — the
-    next model call would fail for certain, so one more attempt is worth it — or has grown
-    materially since the last ineffective attempt.  A cooldown never yields (the summariser is
-    known to be failing; the engine's fallback decides what to do)."""
-    if guards.cooldown_until is not None and guards.cooldown_until > guards.now:
-        return f"cooldown:{math.ceil(guards.cooldown_until - guards.now)}"
+    ``cooldown:<seconds>`` while a cooldown runs, unless ``cooldown`` is false — the engine
+    declared ``compresses_during_cooldown = True``: it makes no LLM call then (the default
+    compressor summarises offline), so the cooldown holds back only its summariser.
+    Anti-thrash yields (:func:`rearmed`) when the window has reached ``context_length`` (pass
+    the request budget: the next request would not fit, so one more attempt is worth it) or
+    has grown materially since the last ineffective attempt."""
+    left = cooldown_left(guards)
+    if cooldown and left is not None:
+        return f"cooldown:{left}"
     if tokens is not None:
         guards = rearmed(guards, tokens, context_length)
     if guards.ineffective_count >= STREAK_LIMIT:
         return "ineffective"
     if guards.fallback_streak >= STREAK_LIMIT:
         return "fallback_streak"
+    return None
+
+
+def cooldown_left(guards: GuardState) -> int | None:
+    """Whole seconds until the LLM summariser may be called again, or ``None``."""
+    if guards.cooldown_until is not None and guards.cooldown_until > guards.now:
+        return math.ceil(guards.cooldown_until - guards.now)
     return None
 
 
@@ -129,12 +149,16 @@ def host_decision(
     settings: CompressionSettings,
     guards: GuardState,
     model: str = "",
+    budget: int | None = None,
+    cooldown: bool = True,
 ) -> CompressDecision:
     """The host's own rule, used when no engine answers ``should_compress`` or the engine
-    failed (the hook's fail policy): guards first, then the threshold (R-4.1)."""
+    failed (the hook's fail policy): guards first, then the threshold (R-4.1).  ``budget``
+    is the request budget anti-thrash yields at (default: the context length); ``cooldown``
+    as in :func:`blocked_reason`."""
     threshold = threshold_tokens(settings, context_length, model)
     rule = threshold_rule(settings, context_length, model)
-    blocked = blocked_reason(guards, tokens, context_length)
+    blocked = blocked_reason(guards, tokens, budget or context_length, cooldown=cooldown)
     if blocked is not None:
         return CompressDecision(
             compress=False, reason=blocked, threshold_tokens=threshold, threshold_rule=rule
@@ -182,9 +206,14 @@ def after_compression(
     ineffective = outcome == "noop" or saved < INEFFECTIVE_SAVING
     update["ineffective_count"] = guards.ineffective_count + 1 if ineffective else 0
     update["ineffective_tokens"] = tokens_before if ineffective else None
-    update["fallback_streak"] = guards.fallback_streak + 1 if outcome == "fallback" else 0
+    if outcome != "fallback":
+        update["fallback_streak"] = 0
+    elif cooldown_left(guards) is None:  # during a cooldown the fallback is planned
+        update["fallback_streak"] = guards.fallback_streak + 1
     if requested_cooldown:
         update["cooldown_until"] = guards.now + requested_cooldown
-    elif not ineffective and outcome != "fallback":
+    elif not ineffective and outcome == "summarised":
+        # only a summary the summariser wrote shows it works again: an offline one
+        # (fallback, or the feasibility skip's "dropped") leaves the cooldown running
         update["cooldown_until"] = None
     return guards.model_copy(update=update)

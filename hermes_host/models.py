@@ -116,7 +116,19 @@ class CompressionSettings(_Settings):
         "rotate", description="How a compression is persisted (R-8.1 / R-8.2)."
     )
     cooldown_seconds: float = Field(
-        600.0, gt=0, description="Suppression after a transient summariser failure (R-5.1)."
+        600.0, gt=0,
+        description="After a transient summariser failure, no LLM summariser call for this "
+        "long (R-5.1); compression goes on with the offline summariser meanwhile.",
+    )
+    target_percent: float = Field(
+        0.50, gt=0, le=1,
+        description="A compression leaves the window at or below this share of the trigger "
+        "threshold (the threshold after reserving max_output_tokens); see lifecycle.md.",
+    )
+    min_saving_percent: float = Field(
+        0.10, ge=0, lt=1,
+        description="A proposal that would free less than this share of the window is not "
+        "worth a summariser call: the engine says so before calling it.",
     )
 
 
@@ -262,6 +274,10 @@ class CompressRequest(_SessionRequest):
 
     current_tokens: int
     context_length: int = Field(gt=0)
+    max_output_tokens: int = Field(
+        0, ge=0, description="Tokens reserved for the reply: the request budget is "
+        "context_length - max_output_tokens."
+    )
     model: str = ""
     focus_topic: str | None = Field(None, description="`/compress <focus>`: favour this topic.")
     force: bool = Field(False, description="Manual /compress: ignore cooldown and skips.")
@@ -288,6 +304,20 @@ class CompressResult(_Model):
         None, description="Ask the host to suppress automatic compression this long (R-5.1)."
     )
     notes: list[str] = Field(default_factory=list, description="Human-readable, secret-free.")
+    summary_requests: int = Field(
+        0, ge=0,
+        description="Summary requests an LLM summariser makes (or would make, when the "
+        "offline summariser wrote the summary) for this result: the cost model counts them.",
+    )
+    summary_input_tokens: int = Field(
+        0, ge=0, description="Tokens those requests send (prompt, or prefix + instruction)."
+    )
+    summary_cached_tokens: int = Field(
+        0, ge=0,
+        description="Of summary_input_tokens, the prefix a prompt-caching provider bills as "
+        "a cache read (summarizer.continuation).",
+    )
+    summary_output_tokens: int = Field(0, ge=0, description="Tokens of the summary written.")
 
 
 class SelectRequest(_SessionRequest):

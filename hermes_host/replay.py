@@ -26,10 +26,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes_host.cost import CostLedger, uncompressed_cost
 from hermes_host.fence import HookHealth
 from hermes_host.host import CompressionReport, ContextHost, Session
 from hermes_host.messages import check_invariants
 from hermes_host.models import Message
+from hermes_host.session.bound import request_budget
 from hermes_host.transcripts import Transcript
 
 __all__ = ["CompressionRecord", "ReplayResult", "replay_transcript", "sparkline"]
@@ -68,6 +70,8 @@ class CompressionRecord:
     previous_session_id: str | None
     published_messages: int
     message: str | None = None
+    summary: dict[str, int] = field(default_factory=dict)
+    """The summary's cost as an LLM summariser bills it (requests, input, cached, output)."""
 
     @classmethod
     def from_report(cls, turn: int, step: int, report: CompressionReport) -> CompressionRecord:
@@ -84,6 +88,7 @@ class CompressionRecord:
             previous_session_id=report.previous_session_id,
             published_messages=report.published_messages,
             message=report.message,
+            summary=report.summary.as_dict(),
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -114,6 +119,14 @@ class ReplayResult:
     normalised: dict[str, int]
     select_decisions: list[dict[str, Any]]
     window_series: list[int] = field(default_factory=list)
+    request_budget: int = 0
+    """``context_length - max_output_tokens`` (reservation capped at half the window)."""
+    request_series: list[int] = field(default_factory=list)
+    """Host-counted tokens of every model call's request, in order."""
+    requests_over_budget: int = 0
+    cost: dict[str, Any] = field(default_factory=dict)
+    """:class:`~hermes_host.cost.CostLedger` figures, plus ``uncompressed`` (the same calls
+    with no compression, and whether the whole session fits the budget at all)."""
     events: list[str] = field(default_factory=list)
     engine_problems: list[HookHealth] = field(default_factory=list)
     """Per engine and hook that went wrong during the replay (see the module docstring)."""
@@ -143,8 +156,14 @@ class ReplayResult:
             "invariant_details": {
                 "window": self.window_violations,
                 "prompt_cache": self.cache_violations,
+                "over_budget": self.requests_over_budget,
                 "examples": self.violation_examples,
             },
+            "request_budget": self.request_budget,
+            "max_request_tokens": max(self.request_series, default=0),
+            "requests_over_budget": self.requests_over_budget,
+            "request_series": self.request_series,
+            "cost": self.cost,
             "final_window_tokens": self.final_window_tokens,
             "max_window_tokens_after_compression": self.max_window_tokens_after_compression,
             "window_series": self.window_series,
@@ -202,10 +221,26 @@ def _replay(
     final_request: list[Message] | None = None
     after_compression: int | None = None
     steps = 0
+    model = host.config.model
+    budget = request_budget(model.context_length, model.max_output_tokens)
+    ledger = CostLedger()
+    count = host.tokens.count
+    history = count(
+        {"role": "system", "content": transcript.system_prompt}
+    ) if transcript.system_prompt else 0
+    uncompressed: list[int] = []  # each request with no compression: the whole history
+    over = 0
     for i, message in enumerate(messages):
         if message.get("role") == "assistant":
             request = session.build_request()
             final_request = request
+            tokens, _ = ledger.add_request(request, count)
+            uncompressed.append(history)
+            if tokens > budget:
+                over += 1
+                if len(examples) < 5:
+                    examples.append(f"message {i}: request of {tokens:,} tokens over the "
+                                    f"request budget of {budget:,}")
             if on_request is not None:
                 on_request(i, request, session.last_select)
             violations = check_invariants(request)
@@ -217,6 +252,7 @@ def _replay(
                     {"turn": turn_of[i], "message": i, "engines": session.last_select}
                 )
         session.add_message(message)
+        history += count(message)
         following = messages[i + 1] if i + 1 < len(messages) else None
         if following is None or following.get("role") != "tool":
             steps += 1
@@ -225,6 +261,9 @@ def _replay(
             if outcome.compression is not None:
                 record = CompressionRecord.from_report(turn_of[i], steps, outcome.compression)
                 compressions.append(record)
+                summary = outcome.compression.summary
+                ledger.add_summary(summary.requests, summary.input_tokens,
+                                   summary.output_tokens, summary.cached_tokens)
                 if record.status == "committed":
                     after_compression = max(after_compression or 0, record.tokens_after)
                 if on_compression is not None:
@@ -234,6 +273,13 @@ def _replay(
 
     if final_request is None:
         final_request = session.build_request()
+    fits = max(uncompressed, default=0) <= budget
+    cost = ledger.as_dict()
+    cost["uncompressed"] = {
+        "fits": fits,
+        "max_request_tokens": max(uncompressed, default=0),
+        "calls_cost": round(uncompressed_cost(uncompressed, ledger.prices), 1),
+    }
     return ReplayResult(
         transcript=str(transcript.path),
         session_id=session.id,
@@ -244,7 +290,7 @@ def _replay(
         messages=transcript.message_count,
         context_length=host.config.model.context_length,
         compressions=compressions,
-        invariant_violations=window_violations + session.cache_violations,
+        invariant_violations=window_violations + session.cache_violations + over,
         window_violations=window_violations,
         cache_violations=session.cache_violations,
         violation_examples=examples,
@@ -255,5 +301,9 @@ def _replay(
         normalised=transcript.normalisation_counts(),
         select_decisions=select_decisions,
         window_series=series,
+        request_budget=budget,
+        request_series=list(ledger.request_tokens),
+        requests_over_budget=over,
+        cost=cost,
         events=list(session.events),
     )

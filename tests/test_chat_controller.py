@@ -226,10 +226,14 @@ def test_status_figures_r_12_1(chat: ChatController) -> None:
     _turns(chat, 2)
     chat.handle("/status")
     status = _ui(chat).text("info")
-    used = chat.session.window_tokens
+    # R-4.1 / issue 28: context use is what the trigger decides on — the provider's
+    # prompt tokens when it reported them
+    used = chat.session.last_prompt_tokens
+    assert used and used != chat.session.window_tokens
     assert f"session: {chat.session.id} “trial”" in status
     assert "model: claude-fake-chat" in status
-    assert f"context: {used:,} / 4,000 tokens ({used / 4000:.0%})" in status
+    assert (f"context: {used:,} / 4,000 tokens ({used / 4000:.0%}, provider-reported; "
+            f"the host counts {chat.session.window_tokens:,}); request budget 3,744") in status
     assert "compressions: 0" in status
     assert "last compression decision: no (below_threshold), threshold 3,000 tokens " \
         "[engine:compressor]" in status

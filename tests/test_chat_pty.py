@@ -69,10 +69,15 @@ def test_chat_session_end_to_end_r_12_1(tmp_path: Path, fake: FakeAnthropic) -> 
         sid = re.search(r"session: (\S+) “e2e”", status)
         assert sid, status
         assert "model: claude-fake-chat" in status
-        used = re.search(r"context: ([\d,]+) / 1,500 tokens \((\d+)%\)", status)
+        # R-4.1 / issue 28: the provider's prompt tokens (what the trigger decides on),
+        # beside the host's own count
+        used = re.search(r"context: ([\d,]+) / 1,500 tokens \((\d+)%, provider-reported; "
+                         r"the host counts ([\d,]+)\)", status)
         assert used, status
-        tokens = int(used.group(1).replace(",", ""))
-        assert int(used.group(2)) == round(100 * tokens / CONTEXT_LENGTH)
+        reported = int(used.group(1).replace(",", ""))
+        assert int(used.group(2)) == round(100 * reported / CONTEXT_LENGTH)
+        assert f"last prompt (provider-reported): {reported:,} tokens" in status
+        tokens = int(used.group(3).replace(",", ""))
         store = open_store(tmp_path / "state.db")
         try:  # the figure is the host's count of system prompt + window, as stored
             window = store.active_messages(sid.group(1))
@@ -86,6 +91,13 @@ def test_chat_session_end_to_end_r_12_1(tmp_path: Path, fake: FakeAnthropic) -> 
 
         for i in range(2, 5):
             assert f"echo: turn {i}" in chat.send(f"turn {i}")
+        early = chat.send("/compress --preview")
+        # issue 28: too little to free is said before any summariser call
+        assert "nothing to commit: not worth a summariser call" in early, early
+        assert "0 LLM call(s)" in early
+        for i in range(5, 6):
+            screen = chat.send(f"turn {i}")
+            assert f"echo: turn {i}" in screen and COMPACTED_MARKER not in screen
 
         before = _snapshot(tmp_path / "state.db")
         preview = chat.send("/compress --preview")
@@ -96,7 +108,7 @@ def test_chat_session_end_to_end_r_12_1(tmp_path: Path, fake: FakeAnthropic) -> 
         assert _snapshot(tmp_path / "state.db") == before  # a preview commits nothing
 
         screens = []
-        for i in range(5, 16):
+        for i in range(6, 19):
             screens.append(chat.send(f"turn {i}"))
             if COMPACTED_MARKER in screens[-1]:
                 break

@@ -13,6 +13,7 @@ from host_helpers import TailEngine, chat_turn, make_config, make_host
 
 from hermes_host import CompressRequest, CompressResult, hookimpl
 from hermes_host.host import ContextHost
+from hermes_host.session.bound import request_budget
 
 
 def _compressor_host(tmp_path: Path, **compression: object) -> ContextHost:
@@ -89,9 +90,12 @@ def test_build_request_warns_when_the_request_exceeds_the_context_window_issue_1
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """issue 12: with ``end_turn`` skipped, ``build_request()`` returned a 90K-token request
-    for a 16K model without a word.  (4,000-token model here; nothing ever compresses.)"""
+    for a 16K model without a word.  Issue 28: it now condenses the request to the request
+    budget and says so, with the cause.  (4,000-token model here; nothing compresses.)"""
     with make_host(tmp_path, TailEngine(threshold=10**9)) as host:
         session = host.open_session(system_prompt="sys")
+        model = host.config.model
+        budget = request_budget(model.context_length, model.max_output_tokens)
         with caplog.at_level(logging.WARNING, logger="hermes_host"):
             chat_turn(session, 0)
             assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
@@ -100,10 +104,10 @@ def test_build_request_warns_when_the_request_exceeds_the_context_window_issue_1
                 chat_turn(session, n, size=120)  # never end_turn: nothing compresses
             request = session.build_request()
         tokens = host.tokens.count_all(request)
-        assert tokens > 4_000
+        assert tokens <= budget < session.window_tokens
         warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
         assert warnings, "no WARNING for an oversized request"
-        assert f"{tokens:,} tokens" in warnings[-1] and "4,000" in warnings[-1]
-        assert session.id in warnings[-1]
+        assert f"{session.window_tokens:,} -> {tokens:,} tokens (budget {budget:,})" in warnings[-1]
+        assert "end_turn()" in warnings[-1] and session.id in warnings[-1]
         note = session.status()["window_warning"]
-        assert note is not None and f"{tokens:,}" in note and "4,000" in note
+        assert note is not None and f"{tokens:,}" in note and "end_turn()" in note

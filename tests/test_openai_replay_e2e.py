@@ -151,7 +151,11 @@ def test_replay_summarises_through_an_independent_openai_compatible_server(
     )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    attempts = report["compressions"]
+    # issue 28: on this 2,000-token window some early attempts are not worth a summariser
+    # call; they say so and spend none
+    noops = [c for c in report["compressions"] if c["outcome"] == "noop"]
+    assert all(c["llm_calls"] == 0 for c in noops), noops
+    attempts = [c for c in report["compressions"] if c["outcome"] != "noop"]
     outcomes = [c["outcome"] for c in attempts]
 
     # the server was asked, with the key, by the real SDK, for the configured model

@@ -22,6 +22,7 @@ from hermes_host.fence import HookHealth
 from hermes_host.host import CompressionReport, ContextHost, Session, TurnOutcome
 from hermes_host.messages import is_summary, one_line, text_of, turn_starts
 from hermes_host.models import Message
+from hermes_host.session.bound import reply_reservation
 from hermes_host.store import StoreError, TitleConflictError
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -63,7 +64,12 @@ class ChatController:
 
     @property
     def max_tokens(self) -> int:
-        return self.host.config.model.max_output_tokens or DEFAULT_MAX_TOKENS
+        """The reply's ``max_tokens``: the tokens the request bound keeps free for it, so
+        request + reply fit the window (a ``max_output_tokens`` over half a small window
+        is capped there, issue 28)."""
+        model = self.host.config.model
+        reserved = reply_reservation(model.context_length, model.max_output_tokens)
+        return reserved or min(DEFAULT_MAX_TOKENS, max(1, model.context_length // 2))
 
     # -- input ----------------------------------------------------------------------------
 
@@ -218,8 +224,12 @@ class ChatController:
             body = text_of(summary).split("\n\n", 1)[-1]  # past the R-7.4 prefix
             lines.append(f"new summary ({len(text_of(summary)):,} chars) starts: "
                          f"{one_line(body, 160)}")
-        lines.append(f"would keep {len(kept)} messages; run /compress without --preview to "
-                     "commit")
+        if report.outcome not in ("summarised", "fallback", "dropped"):
+            why = "; ".join(report.notes) or "the engine proposed no change"
+            lines.append(f"nothing to commit: {why}")
+        else:
+            lines.append(f"would keep {len(kept)} messages; run /compress without --preview "
+                         "to commit")
         self.ui.info("\n".join(lines))
 
     def cmd_new(self, command: Command) -> None:

@@ -21,14 +21,22 @@ def status_lines(
     """The ``/status`` report of ``session``; ``row`` is its stored row (stored counts, usage)
     and ``last_outcome`` what the last turn decided."""
     status = session.status()  # what the session knows; the row adds stored counts
-    used, length = status["window_tokens"], status["context_length"]
+    # what the trigger decides on (R-4.1): the provider's prompt tokens when reported
+    # since the window last changed, else the host's count
+    used, length = status["prompt_tokens"] or status["window_tokens"], status["context_length"]
+    counted = (f"provider-reported; the host counts {status['window_tokens']:,}"
+               if status["prompt_tokens"] else "host-counted")
     lines = [
         f"session: {session.id}" + (f" “{session.title}”" if session.title else "")
         + f" (lineage of {len(status['lineage'])})",
         f"model: {status['model']} (provider {provider}, tokenizer "
         f"{status['tokenizer']['encoding'] or 'estimate'})",
-        f"context: {used:,} / {length:,} tokens ({used / length:.0%})",
+        f"context: {used:,} / {length:,} tokens ({used / length:.0%}, {counted}); "
+        f"request budget {status['request_budget']:,} (context less the reply's "
+        "max_output_tokens)",
     ]
+    if status["window_warning"]:
+        lines.append(f"⚠ {status['window_warning']}")
     decision = last_outcome.decision if last_outcome else None
     if decision is not None and last_outcome is not None:
         lines.append(
@@ -46,9 +54,12 @@ def status_lines(
     lines.append(f"tokens this session (provider-reported): in {row.input_tokens:,} · "
                  f"out {row.output_tokens:,}")
     guards = status["guards"]
-    if guards["cooldown_until"] is not None:
-        lines.append("cooldown: automatic compression suppressed until "
-                     f"{_clock(guards['cooldown_until'])} (/compress overrides)")
+    if status["summarizer_cooldown"] is not None and guards["cooldown_until"] is not None:
+        held = ("the offline summariser compresses meanwhile"
+                if status["blocked"] is None or not status["blocked"].startswith("cooldown")
+                else "automatic compression suppressed")
+        lines.append(f"cooldown: no LLM summariser call until "
+                     f"{_clock(guards['cooldown_until'])}; {held} (/compress overrides)")
     if guards["ineffective_count"] or guards["fallback_streak"]:
         lines.append(f"guards: {guards['ineffective_count']} ineffective, "
                      f"{guards['fallback_streak']} fallback in a row")

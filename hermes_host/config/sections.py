@@ -186,6 +186,20 @@ class ModelSection(_Section):
     def _key_env_is_a_name(cls, data: Any) -> Any:
         return check_api_key_env(data)
 
+    @model_validator(mode="after")
+    def _reply_fits(self) -> ModelSection:
+        # only a value the user wrote: the default (8,192) on a small test window is
+        # capped at half of it by the request bound instead (issue 28)
+        if "max_output_tokens" in self.model_fields_set and (
+            self.max_output_tokens >= self.context_length
+        ):
+            raise ValueError(
+                f"model.max_output_tokens: {self.max_output_tokens:,} must be smaller than "
+                f"model.context_length ({self.context_length:,}): the request and the reply share "
+                "the window (a reservation over half of it is capped at half)"
+            )
+        return self
+
 
 class SessionResetSection(_Section):
     mode: Literal["none", "idle", "daily", "both"] = "none"

@@ -86,6 +86,9 @@ def _run_one(
         points=points,
         seconds=elapsed,
         select_engines=adopted,
+        cost=result.cost,
+        requests_over_budget=result.requests_over_budget,
+        compression_sizes=[(c.tokens_before, c.tokens_after) for c in result.committed],
     )
 
 

@@ -41,6 +41,15 @@ class EvalRun:
     points: list[PointRecall]
     seconds: float
     select_engines: dict[str, int] = field(default_factory=dict)
+    cost: dict[str, Any] = field(default_factory=dict)
+    """The replay's :class:`~hermes_host.cost.CostLedger` figures (issue 28)."""
+    requests_over_budget: int = 0
+    compression_sizes: list[tuple[int, int]] = field(default_factory=list)
+    """(tokens before, tokens after) of every committed compression."""
+
+    @property
+    def shares_freed(self) -> list[float]:
+        return [(b - a) / b for b, a in self.compression_sizes if b > 0]
 
     @property
     def recall(self) -> float | None:
@@ -126,6 +135,9 @@ class EvalRun:
             "recall_points": [p.as_dict() for p in self.points],
             "select_adopted": self.select_engines,
             "seconds": round(self.seconds, 2),
+            "requests_over_budget": self.requests_over_budget,
+            "median_share_freed": _median(self.shares_freed),
+            "cost": self.cost,
         }
 
 
@@ -216,5 +228,31 @@ def summarise_runs(runs: Sequence[EvalRun]) -> dict[str, dict[str, Any]]:
             "aux_llm_calls": sum(r.aux_llm_calls for r in mine),
             "compressions": sum(r.compressions for r in mine),
             "invariant_violations": sum(r.invariant_violations for r in mine),
+            "requests_over_budget": sum(r.requests_over_budget for r in mine),
+            "median_share_freed": _median(f for r in mine for f in r.shares_freed),
+            "cost": _pooled_cost(mine),
         }
+    return out
+
+
+_COST_SUMS = ("model_calls", "request_tokens", "cached_tokens", "summary_requests",
+              "summary_input_tokens", "summary_cached_tokens", "summary_output_tokens",
+              "calls_cost", "summary_cost", "input_side_cost")
+
+
+def _pooled_cost(runs: Sequence[EvalRun]) -> dict[str, Any]:
+    """The runs' cost figures summed; ``cache_hit_rate`` pooled; ``uncompressed`` over the
+    runs whose whole session fits the request budget, beside their compressed cost."""
+    costed = [r.cost for r in runs if r.cost]
+    out: dict[str, Any] = {key: round(sum(c[key] for c in costed), 1) for key in _COST_SUMS}
+    out["cache_hit_rate"] = (
+        round(out["cached_tokens"] / out["request_tokens"], 4) if out["request_tokens"] else None
+    )
+    fitting = [c for c in costed if c.get("uncompressed", {}).get("fits")]
+    out["sessions_that_fit"] = len(fitting)
+    out["fitting_calls_cost"] = round(sum(c["calls_cost"] for c in fitting), 1)
+    out["fitting_input_side_cost"] = round(sum(c["input_side_cost"] for c in fitting), 1)
+    out["fitting_uncompressed_cost"] = round(
+        sum(c["uncompressed"]["calls_cost"] for c in fitting), 1
+    )
     return out

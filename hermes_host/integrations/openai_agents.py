@@ -284,14 +284,25 @@ class HermesSession:
     # -- the SDK's Session protocol ------------------------------------------------------
 
     async def get_items(self, limit: int | None = None) -> list[Item]:
-        """The compressed window as SDK items (summary + kept tail, tool pairs intact);
-        ``limit`` returns only its newest ``limit`` items, oldest first."""
+        """The compressed window as SDK items (summary + kept tail, tool pairs intact),
+        within the request budget (``context_length - max_output_tokens``, the agent's
+        instructions counted when the session was given them as ``system_prompt``):
+        condensed in order of least harm when over it, ``status()["window_warning"]`` and
+        a WARNING log line saying why.  ``limit`` returns only the newest ``limit`` items,
+        oldest first."""
         def read() -> list[Item]:
-            items = messages_to_items(self.hermes.raw_window)
+            items = messages_to_items(self._bounded_window())
             if limit is None:
                 return items
             return items[-limit:] if limit > 0 else []
         return await self._run(read)
+
+    def _bounded_window(self) -> list[Message]:
+        session = self.hermes
+        system = session.system_prompt
+        head: list[Message] = [{"role": "system", "content": system}] if system else []
+        fitted = session.fit_request([*head, *session.raw_window])
+        return fitted[len(head):] if head else fitted
 
     async def add_items(self, items: list[Any]) -> None:
         """Store ``items`` (verbatim, every one); when they close the turn — generated items

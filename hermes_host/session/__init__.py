@@ -26,6 +26,7 @@ from hermes_host.session import (
     user_control,
     window,
 )
+from hermes_host.session.bound import Condensed
 from hermes_host.session.reports import (
     SESSION_ENV,
     CompressionReport,
@@ -94,8 +95,15 @@ class Session:
         self.normalised = Normalisation()
         self.last_select: list[dict[str, Any]] = []
         self.last_prompt_tokens: int | None = None
-        self.window_warning: str | None = None  # set by build_request (issue 12)
+        self.window_warning: str | None = None  # set by build_request (issues 12, 28)
+        self.last_condensed: Condensed | None = None
+        """What the request bound did to the last request (``None``: it fit as it was)."""
+        self.last_request_tokens: int | None = None
+        """Host-counted tokens of the last request built, after the request bound."""
         self.last_decision: tuple[CompressDecision, str] | None = None  # end_turn's, for status
+        self.turns_ended = 0
+        """How many times :meth:`end_turn` ran on this object (a request over budget before
+        the first is a caller that never ends its turns)."""
         self._last_base: tuple[int, list[str]] | None = None
         self._last_base_messages: list[Message] = []
         self.events: list[str] = []
@@ -220,7 +228,16 @@ class Session:
         """
         return assembly.build_request(self, injections)
 
-    def _check_fits(self, request: list[Message], *, unchanged: bool) -> None:
+    def fit_request(self, messages: Sequence[Message]) -> list[Message]:
+        """``messages`` — a request the caller assembled itself (an integration's model
+        input) — within the request budget ``context_length - max_output_tokens``, as
+        :meth:`build_request` bounds its own: condensed in order of least harm when over it
+        (see :mod:`hermes_host.session.bound`), with :attr:`window_warning` and an event
+        saying so.  Returns ``messages`` as a new list when they fit."""
+        request = list(messages)
+        return self._check_fits(request, unchanged=False)
+
+    def _check_fits(self, request: list[Message], *, unchanged: bool) -> list[Message]:
         return assembly.check_fits(self, request, unchanged=unchanged)
 
     def _select(self, base: list[Message]) -> list[Message]:

@@ -9,6 +9,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from hermes_host import guards as guard_rules
 from hermes_host.injections import Injection, apply_injections
 from hermes_host.messages import (
     normalize_alternation,
@@ -20,6 +21,7 @@ from hermes_host.models import (
     SelectRequest,
     SelectResult,
 )
+from hermes_host.session.bound import fit, request_budget
 from hermes_host.session.window import (
     _needs_merge,
     _needs_repair,
@@ -50,24 +52,56 @@ def build_request(
         if _needs_merge(request):
             request, _ = normalize_alternation(request)
     wire = sanitize_for_wire(request)
-    session._check_fits(wire, unchanged=request is base)
-    return wire
+    return session._check_fits(wire, unchanged=request is base)
 
 
-def check_fits(session: Session, request: list[Message], *, unchanged: bool) -> None:
-    """A request larger than the model's window is logged at WARNING and noted in
-    :meth:`status` (``window_warning``) — e.g. when ``end_turn`` was skipped so nothing
-    compressed (issue 12); the host still returns it, the caller decides."""
-    limit = session.host.config.model.context_length
+def check_fits(session: Session, request: list[Message], *, unchanged: bool) -> list[Message]:
+    """The request within the request budget (``context_length - max_output_tokens``,
+    issue 28): a request over it is condensed (:func:`hermes_host.session.bound.fit`), and
+    the session says so — ``window_warning`` with the cause, ``last_condensed``, an event
+    line (once per cause), a WARNING log line.  The store keeps every original whole."""
+    model = session.host.config.model
+    limit = request_budget(model.context_length, model.max_output_tokens)
     tokens = session.window_tokens if unchanged else session.host.tokens.count_all(request)
-    if tokens <= limit:
+    fitted, condensed = fit(request, limit, session.host.tokens.count, tokens=tokens)
+    session.last_condensed = condensed
+    session.last_request_tokens = condensed.tokens_after if condensed else tokens
+    if condensed is None:
         session.window_warning = None
-        return
-    session.window_warning = (
-        f"the last request was {tokens:,} tokens, over the model's context window of "
-        f"{limit:,} (is end_turn() called after each turn?)"
-    )
-    log.warning("session %s: %s", session.id, session.window_warning)
+        return fitted
+    cause = over_budget_cause(session)
+    warning = f"{condensed.describe()}. Why: {cause}"
+    if session.window_warning is None or not session.window_warning.endswith(cause):
+        session._emit(session.events, "⚠ " + warning)  # once per cause, not every request
+    session.window_warning = warning
+    log.warning("session %s: %s", session.id, warning)
+    return fitted
+
+
+def over_budget_cause(session: Session) -> str:
+    """Why the window was over the request budget when a request was built: the real cause,
+    as far as the session knows it (issue 28)."""
+    guards = session._guards()
+    left = guard_rules.cooldown_left(guards)
+    if not session.turns_ended or session.last_decision is None:
+        return ("no turn has ended yet: is end_turn() called after each turn? Compression "
+                "runs there")
+    decision, decided_by = session.last_decision
+    reason = decision.reason or ""
+    if reason in ("ineffective", "fallback_streak"):
+        return (f"automatic compression is paused ({reason}: the last compressions freed "
+                "too little) until the window grows past the request budget")
+    if reason.startswith(("futile", "not worth")):
+        return reason
+    if left is not None:
+        return (f"the summariser failed and is cooling down ({left} s left); the offline "
+                "summariser compresses meanwhile")
+    if not decision.compress and reason == "below_threshold":
+        return ("the newest messages grew past the budget within one turn (below the "
+                f"trigger of {decision.threshold_tokens or 0:,} tokens at the last end_turn, "
+                f"decided by {decided_by})")
+    return ("compression could not bring the window under the budget: the newest turn "
+            "(kept whole by compression) is larger than the budget allows")
 
 
 def select(session: Session, base: list[Message]) -> list[Message]:

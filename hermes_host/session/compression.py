@@ -26,6 +26,7 @@ from hermes_host.session.reports import (
     SESSION_ENV,
     CompressionReport,
     ReportStatus,
+    SummaryCost,
 )
 from hermes_host.session.window import (
     _closes_open_call,
@@ -169,6 +170,7 @@ def compression_pass(
             messages=base,
             current_tokens=tokens_before,
             context_length=host.config.model.context_length,
+            max_output_tokens=host.config.model.max_output_tokens,
             model=host.config.model.name,
             focus_topic=focus,
             force=force,
@@ -212,12 +214,13 @@ def compression_pass(
             "llm_calls": value.llm_calls,
             "notes": list(value.notes),
             "tokens_after": tokens_after,
+            "summary": SummaryCost.of(value),
         }
         if preview:
             return report("preview", value.outcome, proposed=proposed, **common)
         current = base[1:] if base and base[0].get("role") == "system" else base
         shrinks = tokens_after < tokens_before
-        if not shrinks:
+        if not shrinks and value.outcome in _COMMITTING_OUTCOMES:
             # A "compression" that does not shrink the window is never worth a rotation;
             # the guards count it as ineffective, with the engine's outcome.
             common["notes"] = [*value.notes, "the proposal did not shrink the window"]
@@ -261,6 +264,7 @@ def compression_pass(
         session._turn_start = len(session._window)
         session.compression_count += 1
         session.compression_epoch += 1
+        session.last_prompt_tokens = None  # the provider counted the window before this
         if session.id != previous:
             session.lineage.append(session.id)
         session._update_guards(session.id, guards, value, tokens_before, tokens_after)
@@ -273,6 +277,9 @@ def compression_pass(
             ))
         session._emit(events, COMPACTED_MARKER)
         paused = ""
+        if value.outcome == "fallback" and not value.cooldown_seconds:
+            paused = ("compression committed (fallback); "
+                      + "; ".join(value.notes[-1:] or ["summarised offline"]))
         if value.cooldown_seconds:
             # committed, but the summariser failed (an offline fallback, say): the user sees
             # why and for how long automatic compression now pauses (R-5.1, issue 13)

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from hermes_host.models import (
     CompressDecision,
+    CompressResult,
     Message,
 )
 
@@ -41,6 +42,36 @@ class Normalisation:
         }
 
 
+@dataclass(frozen=True)
+class SummaryCost:
+    """What the summary of one compression costs, as an LLM summariser bills it (issue 28):
+    ``requests`` it makes (or would make, when the offline summariser wrote the summary),
+    their ``input_tokens`` (of which ``cached_tokens`` a prompt-caching provider reads from
+    its cache) and the summary's ``output_tokens``."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0
+
+    @classmethod
+    def of(cls, result: CompressResult) -> SummaryCost:
+        return cls(
+            requests=result.summary_requests,
+            input_tokens=result.summary_input_tokens,
+            cached_tokens=result.summary_cached_tokens,
+            output_tokens=result.summary_output_tokens,
+        )
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "requests": self.requests,
+            "input_tokens": self.input_tokens,
+            "cached_tokens": self.cached_tokens,
+            "output_tokens": self.output_tokens,
+        }
+
+
 @dataclass
 class CompressionReport:
     """One compression attempt, committed or not.
@@ -70,6 +101,8 @@ class CompressionReport:
     proposed: list[Message] | None = None
     """The proposed window (``preview`` only)."""
     duration: float = 0.0
+    summary: SummaryCost = field(default_factory=SummaryCost)
+    """The summary's cost as an LLM summariser bills it (also for an offline summary)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -86,6 +119,7 @@ class CompressionReport:
             "notes": list(self.notes),
             "published_messages": self.published_messages,
             "duration": round(self.duration, 4),
+            "summary": self.summary.as_dict(),
         }
 
 

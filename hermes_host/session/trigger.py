@@ -17,6 +17,7 @@ from hermes_host.models import (
     SessionEvent,
     ShouldCompressRequest,
 )
+from hermes_host.session.bound import request_budget
 from hermes_host.session.reports import (
     TurnOutcome,
 )
@@ -42,6 +43,7 @@ def end_turn(session: Session, usage: Mapping[str, Any] | Any | None = None) -> 
     guards = session._guards()
     decision, decided_by = session._decide(base, tokens, prompt_tokens, guards)
     session.last_decision = (decision, decided_by)
+    session.turns_ended += 1
     outcome = TurnOutcome(
         session_id=session.id, decision=decision, decided_by=decided_by, window_tokens=tokens
     )
@@ -93,9 +95,14 @@ def decide(
     model = host.config.model
     settings = host.config.compression
     chain = host.chain("should_compress")
+    if prompt_tokens is not None and session.last_condensed is not None:
+        # the provider counted a request the bound condensed: the window itself is what
+        # must shrink, so it decides when larger (issue 28)
+        prompt_tokens = max(prompt_tokens, tokens)
     # Overflow, or a window grown materially since the last ineffective attempt:
     # anti-thrash yields for one more attempt (the cooldown does not; guards.rearmed).
-    guards = guard_rules.rearmed(guards, tokens, model.context_length)
+    budget = request_budget(model.context_length, model.max_output_tokens)
+    guards = guard_rules.rearmed(guards, tokens, budget)
     if chain:
         request = ShouldCompressRequest(
             session_id=session.id,
@@ -112,7 +119,9 @@ def decide(
         value, stamps = host.runner.first_result("should_compress", chain, request)
         if isinstance(value, CompressDecision):
             engine = next(s.plugin for s in stamps if s.adopted)
-            blocked = guard_rules.blocked_reason(guards, tokens, model.context_length)
+            blocked = guard_rules.blocked_reason(
+                guards, tokens, budget, cooldown=cooldown_blocks(session)
+            )
             if value.compress and blocked is not None:
                 # The durable guards bind every engine (R-5): never thrash or ignore a
                 # cooldown because an engine forgot to look.
@@ -126,9 +135,21 @@ def decide(
         guard_rules.host_decision(
             tokens=effective,
             context_length=model.context_length,
+            budget=budget,
+            cooldown=cooldown_blocks(session),
             settings=settings,
             guards=guards,
             model=model.name,
         ),
         "host",
     )
+
+
+def cooldown_blocks(session: Session) -> bool:
+    """Whether a cooldown suspends automatic compression: yes, unless the engine answering
+    ``compress`` declares ``compresses_during_cooldown = True`` (it summarises without an
+    LLM call while the cooldown runs, issue 28)."""
+    host = session.host
+    chain = host.chain("compress")
+    engine = host.plugins.engines.get(chain[0]) if chain else None
+    return getattr(engine, "compresses_during_cooldown", False) is not True

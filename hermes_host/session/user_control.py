@@ -18,6 +18,8 @@ from hermes_host.models import (
     Message,
     SessionEvent,
 )
+from hermes_host.session import trigger
+from hermes_host.session.bound import request_budget
 from hermes_host.store import (
     Deferred,
     StoreError,
@@ -62,6 +64,12 @@ def status(session: Session) -> dict[str, Any]:
             session.window(), tokens, session.last_prompt_tokens, guards
         )
     decision, decided_by = session.last_decision
+    # what the trigger decides on: the provider's prompt tokens when it reported
+    # them since the window last changed, else the host's count
+    used = session.last_prompt_tokens or tokens
+    if session.last_condensed is not None:  # the provider saw a condensed request
+        used = max(used, tokens)
+    budget = request_budget(model.context_length, model.max_output_tokens)
     return {
         "session_id": session.id,
         "conversation_id": session.conversation_id,
@@ -69,12 +77,20 @@ def status(session: Session) -> dict[str, Any]:
         "model": model.name,
         "window_tokens": tokens,
         "context_length": model.context_length,
-        "context_used": round(tokens / model.context_length, 4),
+        "prompt_tokens": session.last_prompt_tokens,
+        "context_used": round(used / model.context_length, 4),
+        "request_budget": budget,
+        "last_request_tokens": session.last_request_tokens,
+        "request_bound": (None if session.last_condensed is None
+                          else session.last_condensed.as_dict()),
+        "summarizer_cooldown": guard_rules.cooldown_left(guards),
         "threshold_tokens": decision.threshold_tokens,
         "threshold": {"tokens": decision.threshold_tokens, "decided_by": decided_by,
                       **(decision.threshold_rule or {})},
         "window_warning": session.window_warning,
-        "blocked": guard_rules.blocked_reason(guards, tokens, model.context_length),
+        "blocked": guard_rules.blocked_reason(
+            guards, used, budget, cooldown=trigger.cooldown_blocks(session)
+        ),
         "messages": len(session._window),
         "compression_count": session.compression_count,
         "lineage": list(session.lineage),

@@ -97,6 +97,25 @@ def _transient(outcome: TurnOutcome) -> None:
         report.notes)
 
 
+def _offline_during_cooldown(turns: Turns, wanted: int = 2) -> int:
+    """Issue 28: a cooldown holds back only the LLM summariser — automatic compression goes
+    on with the offline summariser (outcome ``fallback``, zero LLM calls, saying so), so the
+    window stays bounded.  Returns how many such compressions ran."""
+    done = 0
+    for _ in range(60):
+        report = turns.one().compression
+        if report is None:
+            continue
+        assert report.status == "committed" and report.outcome == "fallback", report
+        assert report.llm_calls == 0 and report.summary.requests == 0, report
+        assert any("cooling down" in note for note in report.notes), report.notes
+        done += 1
+        if done == wanted:
+            break
+    assert done == wanted, "compression stopped during the cooldown"
+    return done
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_429_then_500_then_ok_cools_down_and_recovers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, provider: str
@@ -114,15 +133,7 @@ def test_429_then_500_then_ok_cools_down_and_recovers(
             assert cooldown is not None and cooldown > time.time()
             assert session.status()["guards"]["cooldown_until"] == cooldown  # reported
 
-            blocked = 0
-            for _ in range(40):  # until over the threshold again, then three turns more
-                outcome = turns.one()
-                if outcome.decision.reason and outcome.decision.reason.startswith("cooldown:"):
-                    blocked += 1
-                assert outcome.compression is None, outcome.compression
-                if blocked == 3:
-                    break
-            assert blocked >= 1, "automatic compression was not suppressed"
+            offline = _offline_during_cooldown(turns)  # issue 28: compression goes on
             assert len(fake.requests) == 1, "the summariser was retried during the cooldown"
 
             forced = session.compress(force=True)  # /compress clears it and retries now
@@ -142,7 +153,8 @@ def test_429_then_500_then_ok_cools_down_and_recovers(
         finally:
             host.close()
     record("summariser", provider=provider, sequence="429 → 500 → ok",
-           summariser_calls=3, turns=turns.n, blocked_turns=blocked, retried_in_cooldown=0)
+           summariser_calls=3, turns=turns.n, blocked_turns=0, offline_in_cooldown=offline,
+           retried_in_cooldown=0)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -194,17 +206,10 @@ def test_a_summariser_timeout_is_transient_and_bounded(
             assert took is not None and took < 1.0 + 10, took  # timeout, then the fallback
             assert time.monotonic() - started < 60
             assert host.store.read_guards(session.id).cooldown_until is not None
-            blocked = 0
-            for _ in range(40):
-                again = turns.one()
-                assert again.compression is None, again.compression
-                blocked += str(again.decision.reason).startswith("cooldown:")
-                if blocked == 3:
-                    break
-            assert blocked == 3
+            offline = _offline_during_cooldown(turns)
             assert len(fake.requests) == 1
         finally:
             host.close()
     record("summariser", provider=provider, sequence="timeout (slow server, 1 s client "
-           "timeout)", summariser_calls=1, turns=turns.n, blocked_turns=blocked,
-           retried_in_cooldown=0, compression_seconds=round(took, 2))
+           "timeout)", summariser_calls=1, turns=turns.n, blocked_turns=0,
+           offline_in_cooldown=offline, retried_in_cooldown=0, compression_seconds=round(took, 2))

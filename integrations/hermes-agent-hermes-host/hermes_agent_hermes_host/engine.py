@@ -314,25 +314,37 @@ class HermesHostEngine(
     # -- per request -------------------------------------------------------------------
 
     def select(self, request_messages: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
-        """The ``select_context`` engines' messages for this request, or ``None`` to send it
-        unchanged (no engine configured, or every engine failed: fail open)."""
+        """The messages to send for this request — the ``select_context`` engines' choice,
+        then the request bound (never larger than ``context_length - max_output_tokens``,
+        condensed in order of least harm when over, with a ``⚠ hermes-host:`` line saying
+        why) — or ``None`` to send it unchanged (fail open)."""
         with self._lock:
             session, host = self._session, self._host
-            if session is None or host is None or not self._selectors(host):
+            if session is None or host is None:
                 return None
-            try:
-                selected = session.select_context(request_messages)
-            except Exception as exc:
-                self._warn(f"select_context failed, sending the request unchanged: "
-                           f"{_short(exc)}")
-                return None
-            finally:
-                self._report_problems()
-            if selected == request_messages:
-                return None
+            selected = request_messages
+            if self._selectors(host):
+                try:
+                    selected = session.select_context(request_messages)
+                except Exception as exc:
+                    self._warn(f"select_context failed, sending the request unchanged: "
+                               f"{_short(exc)}")
+                finally:
+                    self._report_problems()
             from hermes_host.messages import sanitize_for_wire
 
-            return sanitize_for_wire(selected)
+            wire = sanitize_for_wire(selected)
+            warned = session.window_warning
+            try:
+                wire = session.fit_request(wire)
+            except Exception as exc:
+                self._warn(f"the request bound failed, sending the request as is: "
+                           f"{_short(exc)}")
+            if session.window_warning and session.window_warning != warned:
+                self._warn(session.window_warning)
+            if wire == request_messages:
+                return None
+            return wire
 
     @staticmethod
     def _selectors(host: ContextHost) -> list[str]:

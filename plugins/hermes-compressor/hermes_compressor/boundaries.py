@@ -156,19 +156,23 @@ def _bridge(messages: Sequence[Message], cut: int, head_end: int, users: list[in
     return cut
 
 
-def short_session_cut(messages: Sequence[Message], head_end: int) -> tuple[int, int]:
+def short_session_cut(
+    messages: Sequence[Message], head_end: int, *, shrink_head: bool = True
+) -> tuple[int, int]:
     """(head end, cut) for a window whose tail rules left no middle (R-6.7).
 
     The tail is the last :data:`MIN_TAIL_MESSAGES` messages (aligned out of a tool-call
     group, backwards first, else forwards); when the protected head then still meets the
-    tail, the head shrinks to the system prompt alone — a session with more than a head and
-    three tail messages always has something to compress.  Returns the inputs' ``head_end``
-    and a cut at or before it when even that leaves no middle."""
+    tail and ``shrink_head`` is true, the head shrinks to the system prompt alone.  The
+    caller allows that only when the protected head itself is too large to keep (one huge
+    task message, issue 14); otherwise the first messages stay protected (R-6.2) and a
+    short chat is a no-op.  Returns the inputs' ``head_end`` and a cut at or before it when
+    no middle is left."""
     n = len(messages)
     if n <= MIN_TAIL_MESSAGES:
         return head_end, head_end
     system = 1 if messages[0].get("role") == "system" else 0
-    for head in dict.fromkeys((head_end, system)):
+    for head in dict.fromkeys((head_end, system) if shrink_head else (head_end,)):
         cut = align_backward(messages, n - MIN_TAIL_MESSAGES, head)
         if cut <= head:
             cut = n - MIN_TAIL_MESSAGES

@@ -52,17 +52,28 @@ FLOOR_FROM_WINDOW = 16_000
 
 
 def summary_ceiling(
-    context_length: int, options: EngineOptions, *, emit_limit: int | None
+    context_length: int,
+    options: EngineOptions,
+    *,
+    emit_limit: int | None,
+    room: int | None = None,
 ) -> int:
     """The largest summary target: 5 % of the window, at least 3,000 tokens on a window of
     16K or more, at most
     ``max_summary_tokens`` — and, for an LLM summariser, within what it may emit in one
     answer (``summarizer.max_tokens``).  The offline summariser has no output limit, so a
-    200K–1M window is not starved by a 4,096-token default meant for an LLM call."""
+    200K–1M window is not starved by a 4,096-token default meant for an LLM call.
+
+    ``room`` is what the compression target (``compression.target_percent`` of the trigger)
+    leaves after the head and tail kept verbatim: the summary gets no more than that, and
+    never less than ``min_summary_tokens`` (issue 28)."""
     ceiling = int(context_length * SUMMARY_WINDOW_SHARE)
     if context_length >= FLOOR_FROM_WINDOW:
         ceiling = max(SUMMARY_FLOOR_TOKENS, ceiling)
     ceiling = min(ceiling, options.max_summary_tokens)
     if emit_limit is not None:
         ceiling = min(ceiling, emit_limit)
-    return max(options.min_summary_tokens, ceiling)
+    ceiling = max(options.min_summary_tokens, ceiling)
+    if room is not None:
+        ceiling = min(ceiling, max(options.min_summary_tokens, room))
+    return ceiling

@@ -30,6 +30,7 @@ summariser too (``dropped``, no LLM call).
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from collections.abc import Callable, Sequence
@@ -44,6 +45,7 @@ from hermes_host.messages import (
     check_invariants,
     normalize_alternation,
     repair_tool_pairs,
+    sanitize_for_wire,
     text_of,
 )
 from hermes_host.models import CompressRequest, CompressResult, Message, SummaryOutcome
@@ -75,7 +77,7 @@ from hermes_compressor.carried import _previous_latest, _snapshot_source
 from hermes_compressor.micro import MicroBreaker, micro_summarize
 from hermes_compressor.options import EngineOptions
 from hermes_compressor.originals import with_originals
-from hermes_compressor.prompt import build_prompt
+from hermes_compressor.prompt import build_continuation_instruction, build_prompt
 from hermes_compressor.prune import prune_step, remove_blank_echoes
 from hermes_compressor.summarizers import Summarizers, _calls_llm, _Counted
 from hermes_compressor.summary import (
@@ -85,10 +87,14 @@ from hermes_compressor.summary import (
     inject,
     postprocess,
     strip_reasoning,
+    summary_text,
 )
 from hermes_compressor.trigger import _cooldown_active, tail_budget, threshold_tokens
 
-__all__ = ["Summarizers", "compress_window"]
+__all__ = ["SUMMARY_OVERHEAD_TOKENS", "Summarizers", "compress_window"]
+
+SUMMARY_OVERHEAD_TOKENS = count_text(summary_text("", continuation=True))
+"""Tokens of a summary block's fixed text (prefix, end marker, continuation note)."""
 
 log = logging.getLogger("hermes_compressor")
 
@@ -138,8 +144,9 @@ def _compress_window(
             messages=cleaned, outcome=outcome, cooldown_seconds=cooldown, notes=[*notes, note]
         )
 
-    if _cooldown_active(request):
-        return unchanged("aborted", "cooldown active: automatic compression is suppressed")
+    # A cooldown delays only the next LLM attempt (R-5.1): meanwhile the offline summariser
+    # keeps the window bounded (issue 28: one 429 let the window grow for ten minutes).
+    cooling = _cooldown_active(request)
 
     extracted = extract_previous(cleaned)
     work = extracted.messages
@@ -149,7 +156,11 @@ def _compress_window(
         work = _normalised(work)  # a summary block came out: check the alternation again
     previous = extracted.previous_summary
     first_round = request.compression_count == 0 and previous is None
-    threshold = threshold_tokens(settings, request.context_length, request.model)
+    # the same threshold should_compress triggers at (output reserved), so a compression
+    # leaves room below it instead of landing just under it (issue 28)
+    threshold = threshold_tokens(
+        settings, request.context_length, request.model, request.max_output_tokens
+    )
     budget = tail_budget(settings, threshold)
     head_end = head_size(work, first_round=first_round, protect_first_n=settings.protect_first_n)
     floor = min(settings.protect_last_n, options.max_tail_message_floor)
@@ -165,9 +176,12 @@ def _compress_window(
     min_tail = 1 if request.keep_last_turns is not None else MIN_TAIL_MESSAGES
     if request.keep_last_turns is None and (cut <= head_end or len(work) - cut < min_tail):
         # A short session whose budgeted tail (or protected head) covers everything: keep
-        # only the last MIN_TAIL_MESSAGES, as Hermes does, and let the head shrink to the
-        # system prompt when the extra protected messages would leave no middle.
-        head_end, cut = short_session_cut(work, head_end)
+        # only the last MIN_TAIL_MESSAGES, as Hermes does.  The head shrinks to the system
+        # prompt only when its protected messages are themselves too large to keep (one
+        # huge task message, issue 14); otherwise they stay protected (R-6.2, issue 28).
+        system = 1 if work and work[0].get("role") == "system" else 0
+        head_tokens = sum(count(m) for m in work[system:head_end])
+        head_end, cut = short_session_cut(work, head_end, shrink_head=head_tokens > budget)
     if cut <= head_end or len(work) - cut < min_tail:
         # R-6.7: head + >=3 tail + >=1 middle, else an ineffective no-op.
         return unchanged("noop", "too few messages to compress (head + 3 tail + 1 middle)")
@@ -180,10 +194,15 @@ def _compress_window(
         notes.append(pruned)
     head, middle, tail = work[:head_end], work[head_end:cut], work[cut:]
 
+    llm_primary = not cooling and _calls_llm(summarizers)
+    # what stays verbatim: the target leaves the summary what head and tail do not take
+    kept_tokens = sum(count(m) for m in head) + sum(count(m) for m in tail)
+    target = int(threshold * settings.target_percent)
     max_summary = summary_ceiling(
         request.context_length,
         options,
-        emit_limit=request.summarizer.max_tokens if _calls_llm(summarizers) else None,
+        emit_limit=request.summarizer.max_tokens if llm_primary else None,
+        room=target - kept_tokens - SUMMARY_OVERHEAD_TOKENS,
     )
     # An update round re-states the previous summary and adds the new turns' share: a
     # budget of the new turns alone would squeeze the carried facts a little more each round.
@@ -200,12 +219,16 @@ def _compress_window(
     # extractive summariser reads the originals (originals.py), and a budget of the pruned
     # size starved every summary of a tool-heavy session (issue 14); an LLM is shown the
     # one-liners, so its target stays their share
-    source = middle if _calls_llm(summarizers) else unpruned[head_end:cut]
+    source = middle if llm_primary else unpruned[head_end:cut]
     source_tokens = _tokens_up_to(source, count, saturated)
+    # a summary is never larger than what it replaces (the middle as the window holds it,
+    # plus the previous summary block); the floor never takes more than half of that
+    replaced = carried + middle_tokens
     summary_budget = max(
-        min(options.min_summary_tokens, max_summary),
+        min(options.min_summary_tokens, max_summary, max(1, replaced // 2)),
         min(max_summary, carried + int(source_tokens * options.summary_ratio)),
     )
+    summary_budget = max(1, min(summary_budget, replaced))
     unattended = not any(is_actionable_user(m) for m in work)
     # read-only from here on (a message without secrets is the window's own object)
     clean_middle = redacted_for_reading(strip_reasoning(middle))
@@ -225,7 +248,7 @@ def _compress_window(
     def make_job(
         text: str, msgs: list[Message], prev: str | None, tokens: int, cap: int | None = None
     ) -> SummaryJob:
-        return SummaryJob(
+        job = SummaryJob(
             prompt=text,
             messages=msgs,
             previous_summary=redact(prev) if prev else None,
@@ -239,6 +262,22 @@ def _compress_window(
                 "round": "first" if first_round else "update",
             },
         )
+        if request.summarizer.continuation and cap is None:  # not for micro-compaction
+            # the last chat request again, one instruction appended: a prompt-caching
+            # provider bills the prefix as a cache read (issue 28)
+            job.prefix = sanitize_for_wire(request.messages)
+            job.instruction = build_continuation_instruction(
+                keep_last=len(tail),
+                keep_opening=text_of(tail[0]) if tail else None,
+                previous_summary=prev,
+                budget_tokens=tokens,
+                today=request.today,
+                focus_topic=request.focus_topic,
+                memory_context=request.memory_context,
+                unattended=unattended,
+                max_previous_chars=options.max_previous_summary_chars,
+            )
+        return job
 
     # the offline summariser reads the newest pruned outputs whole (bounded): no tokens spent
     job = make_job(prompt, with_originals(clean_middle, middle, unpruned[head_end:cut]),
@@ -267,6 +306,7 @@ def _compress_window(
         cooldown: float | None = None,
         extra: Sequence[str] = (),
         seen: str | None = None,
+        requests: int = 1,
     ) -> CompressResult:
         body = postprocess(
             raw,
@@ -276,6 +316,19 @@ def _compress_window(
             seen_text=seen,
         )
         body = ensure_latest_request(body, latest)
+        # what an LLM summariser is (or would be) billed for this summary: the cost model's
+        # input, counted also when the offline summariser wrote it (issue 28)
+        if job.continuation:  # the prefix is the last chat request: a cache read
+            cached = sum(count(m) for m in request.messages)
+            sent = cached + count_text(job.instruction or "")
+        else:
+            cached, sent = 0, count_text(job.prompt)
+        cost = {
+            "summary_requests": requests,
+            "summary_input_tokens": requests * sent,
+            "summary_cached_tokens": requests * cached,
+            "summary_output_tokens": count_text(body) if requests else 0,
+        }
         continuation = not any(is_actionable_user(m) for m in [*head, *tail])
         window = inject(head, body, tail, continuation=continuation)
         window, fixes = repair_tool_pairs(window)  # R-6.9: the last line of defence
@@ -299,6 +352,7 @@ def _compress_window(
             llm_calls=llm_calls,
             cooldown_seconds=cooldown,
             notes=result_notes,
+            **cost,
         )
 
     # R-6.5 feasibility skip: a tiny middle after a real ineffective record is not worth a call.
@@ -313,7 +367,40 @@ def _compress_window(
             log.warning("offline summary for the feasibility skip failed: %s", type(exc).__name__)
         else:
             if raw.strip():
-                return finish(raw, "dropped", 0, extra=["feasibility skip: summarised offline"])
+                return finish(raw, "dropped", 0, extra=["feasibility skip: summarised offline"],
+                              requests=0)
+
+    # worth a summariser call?  Decided before calling it (issue 28), from the largest
+    # window the proposal can leave: head + summary at its target + tail.  (The feasibility
+    # skip above calls no LLM; R-6.5 keeps it.)
+    estimate = kept_tokens + summary_budget + SUMMARY_OVERHEAD_TOKENS
+    before = max(1, request.current_tokens)
+    share = (before - estimate) / before
+    wanted = 0.0 if request.force else settings.min_saving_percent
+    if share <= wanted and not (request.force and share > 0):
+        return unchanged(
+            "noop",
+            f"not worth a summariser call: the proposal would free {max(share, 0.0):.0%} of "
+            f"the window ({before:,} -> ~{estimate:,} tokens: {kept_tokens:,} kept verbatim "
+            f"+ a ~{summary_budget:,}-token summary)"
+            + ("" if request.force else
+               f"; compression.min_saving_percent is {settings.min_saving_percent:.0%}"),
+        )
+
+    if cooling:
+        left = math.ceil((request.guards.cooldown_until or 0) - request.guards.now)
+        try:
+            raw = summarizers.fallback().summarize(job)
+        except Exception as exc:
+            log.warning("offline summary during a cooldown failed: %s", type(exc).__name__)
+            return unchanged("aborted", "summariser cooling down and the offline summary "
+                             "failed; the window is unchanged")
+        if raw.strip():
+            return finish(raw, "fallback", 0, requests=0, extra=[
+                f"summariser cooling down after a failure ({left} s left): summarised "
+                "offline, the LLM summariser is tried again after the cooldown"])
+        return unchanged("aborted", "summariser cooling down and the offline summary was "
+                         "empty; the window is unchanged")
 
     primary: _Counted | None = None
     failure: SummaryError | None = None
@@ -332,7 +419,8 @@ def _compress_window(
                     make_job=lambda t, m, p, n: make_job(t, m, p, n, cap=n),
                 )
                 breaker.record(request.session_id, ok=True)
-                return finish(raw, "summarised", micro.calls, extra=["micro-compaction"])
+                return finish(raw, "summarised", micro.calls, extra=["micro-compaction"],
+                              requests=max(1, micro.calls))
             except Exception as exc:
                 breaker.record(request.session_id, ok=False)
                 notes.append(f"micro-compaction failed ({type(exc).__name__}); batch summary used")
@@ -352,7 +440,10 @@ def _compress_window(
     if failure is None:
         # provenance: an LLM may only name files from the prompt it was sent
         llm = primary is not None and primary.calls_llm
-        return finish(raw, "summarised", calls, seen=prompt if llm else None)
+        seen = prompt
+        if job.continuation:  # the LLM read the whole window, tool calls included
+            seen = json.dumps(job.prefix, ensure_ascii=False) + "\n\n" + (job.instruction or "")
+        return finish(raw, "summarised", calls, seen=seen if llm else None)
 
     transient = isinstance(failure, TransientSummaryError)
     cooldown = settings.cooldown_seconds if transient else None

@@ -60,6 +60,8 @@ class Compressor:
 
     # never writes into a request's messages, so the fence shares them (issue 15)
     read_only_messages = True
+    # during a summariser cooldown compress() summarises offline, no LLM call (issue 28)
+    compresses_during_cooldown = True
 
     def __init__(
         self,
@@ -132,8 +134,24 @@ class Compressor:
 
     @hookimpl
     def should_compress(self, request: ShouldCompressRequest) -> CompressDecision | None:
-        """Threshold rule (R-4) and guards (R-5)."""
-        return decide(request)
+        """Threshold rule (R-4) and guards (R-5), and a futility guard (issue 28): when the
+        system prompt alone meets the trigger, no compression of the conversation can bring
+        the window under it — say so instead of trying (the request bound keeps each
+        request within the window meanwhile)."""
+        decision = decide(request)
+        messages = request.messages
+        if decision.compress and not request.force and messages and (
+            messages[0].get("role") == "system"
+        ):
+            fixed = self.count(messages[0])
+            threshold = decision.threshold_tokens or 0
+            if fixed >= threshold:
+                return decision.model_copy(update={
+                    "compress": False,
+                    "reason": f"futile: the system prompt alone is {fixed:,} tokens, at or "
+                              f"over the trigger of {threshold:,}",
+                })
+        return decision
 
     @hookimpl
     def compress(self, request: CompressRequest) -> CompressResult | None:

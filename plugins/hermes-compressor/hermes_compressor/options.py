@@ -50,7 +50,11 @@ class EngineOptions(BaseModel):
     summary_ratio: float = Field(
         0.50, gt=0, le=1, description="Summary target = middle tokens × this ratio."
     )
-    min_summary_tokens: int = Field(256, ge=32)
+    min_summary_tokens: int = Field(
+        1000, ge=32,
+        description="Floor of the summary target (Hermes Agent's is 1,000); a summary is "
+        "still never larger than what it replaces.",
+    )
     max_summary_tokens: int = Field(
         12_000, ge=64, description="Upper bound of the summary target (also caps micro calls)."
     )

@@ -152,8 +152,15 @@ def _call_text(raw: object, value_limit: int) -> str:
     """A tool call's arguments as ``key: value`` lines: strings unquoted and unescaped (a
     JSON-escaped heredoc costs more tokens than the text), each clipped to ``value_limit``;
     absent values (null, "", [], {}) left out; an edit's old/new text as the changed lines
-    (``change:``, up to twice ``value_limit``).  Arguments that are not a JSON object are
-    shown as they are."""
+    (``change:``, up to twice ``value_limit``).  Arguments that are not a JSON object — or
+    nested deeper than the parser's recursion limit — are shown as they are (clipped)."""
+    try:
+        return _call_lines(raw, value_limit)
+    except RecursionError:
+        return _clip(raw if isinstance(raw, str) else repr(raw)[:value_limit * 4], value_limit)
+
+
+def _call_lines(raw: object, value_limit: int) -> str:
     parsed = raw
     if isinstance(raw, str):
         try:

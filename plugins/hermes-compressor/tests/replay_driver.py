@@ -36,6 +36,8 @@ COMMITTING = ("summarised", "fallback", "dropped")
 @dataclass
 class ReplayReport:
     compressions: list[CompressResult] = field(default_factory=list)
+    declined: list[CompressResult] = field(default_factory=list)
+    """Attempts that did not commit (noop, aborted, failed)."""
     problems: list[str] = field(default_factory=list)
     window: list[Message] = field(default_factory=list)
     max_tokens: int = 0
@@ -155,6 +157,8 @@ def replay(
                 f"round {count}: {p}"
                 for p in _validate(engine, window, count, settings, context_length)
             ]
+        else:
+            report.declined.append(result)
         guards = after_compression(
             guards,
             outcome=result.outcome,

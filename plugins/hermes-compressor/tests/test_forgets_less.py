@@ -199,7 +199,7 @@ def test_an_echoed_prefix_is_not_carried_into_the_block(echo: str) -> None:
     [
         (16_000, None, 3_000),  # the floor, not 5 % (800)
         (32_000, None, 3_000),  # the floor, not 5 % (1,600)
-        (8_000, None, 400),  # a small window: 5 %, no floor
+        (8_000, None, 1_000),  # a small window: 5 % is 400, under min_summary_tokens
         (200_000, None, 10_000),  # 5 % of the window, not summarizer.max_tokens
         (1_000_000, None, 12_000),  # capped by max_summary_tokens
         (1_000_000, 4_096, 4_096),  # an LLM summariser: what it may emit in one answer
@@ -210,3 +210,11 @@ def test_the_summary_ceiling_scales_with_the_window(
     context_length: int, emit_limit: int | None, expected: int
 ) -> None:
     assert summary_ceiling(context_length, EngineOptions(), emit_limit=emit_limit) == expected
+
+
+@pytest.mark.parametrize(("room", "expected"), [(2_000, 2_000), (200, 1_000), (50_000, 3_000)])
+def test_the_compression_target_caps_the_summary_above_its_floor(room: int, expected: int) -> None:
+    """Issue 28: what ``compression.target_percent`` leaves after head and tail caps the
+    summary, never below ``min_summary_tokens`` (1,000, Hermes Agent's floor) and never above
+    the window's own ceiling (3,000 at 16K)."""
+    assert summary_ceiling(16_000, EngineOptions(), emit_limit=None, room=room) == expected

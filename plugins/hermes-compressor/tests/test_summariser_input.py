@@ -17,7 +17,7 @@ import re
 from compressor_helpers import RecordingSummarizer, compress_request, tool_turn
 from hermes_host.llm.offline.actions import bounded_output, output_size
 from hermes_host.messages import text_of
-from hermes_host.models import Message
+from hermes_host.models import CompressionSettings, Message
 
 from hermes_compressor import Compressor
 from hermes_compressor.originals import with_originals
@@ -82,12 +82,16 @@ def test_originals_are_bounded_newest_first() -> None:
 
 def test_the_offline_budget_is_a_share_of_the_middle_before_pruning() -> None:
     """With one-liners for a budget, a tool-heavy middle got a summary target near the
-    minimum; measured on the originals, it grows with what the middle says."""
+    minimum; measured on the originals, it grows with what the middle says.  (The window's
+    compression target is set to the whole trigger here, so it does not cap either budget.)"""
     budgets = {}
+    roomy = CompressionSettings(target_percent=1.0)
     for calls_llm in (False, True):
         recorder = RecordingSummarizer(calls_llm=calls_llm)
         engine = Compressor(summarizer=recorder, fallback=RecordingSummarizer(calls_llm=False))
-        result = engine.compress(request=compress_request(_window(), engine=engine))
+        result = engine.compress(
+            request=compress_request(_window(), engine=engine, compression=roomy)
+        )
         assert result is not None and result.outcome == "summarised", result.notes
         budgets[calls_llm] = recorder.jobs[0].budget_tokens
     assert budgets[False] > 2 * budgets[True]

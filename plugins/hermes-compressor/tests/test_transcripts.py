@@ -79,7 +79,20 @@ def test_transcript_compresses_three_times_and_stays_valid(
         if len(report.compressions) >= max(needed, 1):
             break
     assert best is not None
-    assert len(best.compressions) >= needed
+    if len(best.compressions) < needed:
+        # issue 28: each compression now frees more (fewer are needed), and a small session
+        # on a tiny window may not be worth a summariser call — then every declined attempt
+        # says so, and spends none
+        assert best.compressions or best.declined, "neither compressed nor declined"
+        assert all(
+            r.outcome == "noop" and r.llm_calls == 0
+            and any(n.startswith("not worth a summariser call") for n in r.notes)
+            for r in best.declined
+        ), [r.notes for r in best.declined]
+        if not best.compressions:
+            return
+        if provider == "anthropic" and best is not report:
+            return  # the fake server's log is the last run's
     if needed == 0:
         return
     outcomes = {r.outcome for r in best.compressions}

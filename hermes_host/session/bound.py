@@ -1,0 +1,243 @@
+"""The request bound (issue 28): no request the host builds is larger than the request budget,
+``model.context_length - model.max_output_tokens`` (the reservation capped at half the window,
+:func:`reply_reservation`).
+
+Compression keeps the *window* small; this is the last line for the *request*.  When a request
+is still over budget — a newest tool group larger than the budget, a summariser down, a guard
+blocking, ``end_turn`` never called — :func:`fit` condenses a copy of it, in order of least
+harm, until it fits:
+
+1. old tool outputs (every one but the newest tool group's), oldest first, become a one-line
+   note of what they were;
+2. the remaining tool outputs, largest first, become a head-and-tail excerpt that names the
+   stored original;
+3. other long texts (user and assistant messages, never the system prompt), oldest first,
+   become head-and-tail excerpts;
+4. the oldest exchanges are left out of the request (never the system prompt, never the
+   newest user turn).
+
+Only the request changes: the store and the window keep every message whole, so the next
+compression still sees the originals.  :class:`Condensed` says what was done; the session
+turns it into an event, ``status()["request_bound"]`` and a plain-output warning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hermes_host.messages import text_of
+from hermes_host.models import Message
+
+__all__ = ["MIN_EXCERPT_CHARS", "Condensed", "fit", "reply_reservation", "request_budget"]
+
+MIN_EXCERPT_CHARS = 400
+"""An excerpt keeps at least this many characters of its text (head and tail together)."""
+_HEAD_SHARE = 0.4  # of an excerpt, the head's share; the tail (the newest lines) gets the rest
+
+
+def reply_reservation(context_length: int, max_output_tokens: int) -> int:
+    """Tokens kept free for the reply: ``max_output_tokens``, at most half the window — the
+    same reservation the default compressor's trigger makes (a default of 8,192 on a
+    2,000-token test window must not leave the request no room at all)."""
+    return min(max(0, max_output_tokens), context_length // 2)
+
+
+def request_budget(context_length: int, max_output_tokens: int) -> int:
+    """Tokens a request may hold: the window less :func:`reply_reservation`."""
+    return max(1, context_length - reply_reservation(context_length, max_output_tokens))
+
+
+@dataclass
+class Condensed:
+    """What :func:`fit` did to one request."""
+
+    budget: int
+    tokens_before: int
+    tokens_after: int
+    one_liners: int = 0
+    """Old tool outputs replaced by a one-line note."""
+    excerpts: int = 0
+    """Tool outputs cut to a head-and-tail excerpt."""
+    clipped: int = 0
+    """Other long texts cut to a head-and-tail excerpt."""
+    dropped: int = 0
+    """Oldest messages left out of this request."""
+
+    @property
+    def fits(self) -> bool:
+        return self.tokens_after <= self.budget
+
+    def describe(self) -> str:
+        """One plain line: what was condensed and whether the request fits now."""
+        done = [
+            f"{n} {what}"
+            for n, what in (
+                (self.one_liners, "old tool output(s) to a one-line note"),
+                (self.excerpts, "tool output(s) to a head-and-tail excerpt"),
+                (self.clipped, "long message(s) to a head-and-tail excerpt"),
+                (self.dropped, "oldest message(s) left out"),
+            )
+            if n
+        ]
+        head = (
+            f"request condensed to fit the budget: {self.tokens_before:,} -> "
+            f"{self.tokens_after:,} tokens (budget {self.budget:,})"
+        )
+        tail = "; the store keeps every original whole"
+        if not self.fits:
+            tail += "; it still does not fit: the system prompt and newest turn alone exceed it"
+        return head + (": " + ", ".join(done) if done else "") + tail
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "budget": self.budget,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "fits": self.fits,
+            "one_liners": self.one_liners,
+            "excerpts": self.excerpts,
+            "clipped": self.clipped,
+            "dropped": self.dropped,
+        }
+
+
+def _newest_group(request: Sequence[Message]) -> set[int]:
+    """Indexes of the newest tool group's results: the ``tool`` messages answering the last
+    assistant message that made tool calls."""
+    for i in range(len(request) - 1, -1, -1):
+        message = request[i]
+        if message.get("role") == "assistant" and message.get("tool_calls"):
+            group = set()
+            j = i + 1
+            while j < len(request) and request[j].get("role") == "tool":
+                group.add(j)
+                j += 1
+            return group
+    return set()
+
+
+def _call_names(request: Sequence[Message]) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for message in request:
+        for call in message.get("tool_calls") or []:
+            if isinstance(call, dict) and isinstance(call.get("id"), str):
+                fn = call.get("function")
+                name = fn.get("name") if isinstance(fn, dict) else None
+                names[call["id"]] = str(name or "tool")
+    return names
+
+
+def _one_liner(message: Message, name: str) -> str:
+    text = text_of(message)
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if len(first) > 120:
+        first = first[:117] + "..."
+    lines = text.count("\n") + 1
+    shown = f": {first}" if first else ""
+    return (
+        f"[{name}] output of {len(text):,} characters, {lines:,} lines{shown} — left out of "
+        "this request to fit the model's window; the store keeps it whole"
+    )
+
+
+def _excerpt(text: str, keep: int, where: str) -> str:
+    keep = max(MIN_EXCERPT_CHARS, keep)
+    if len(text) <= keep:
+        return text
+    head = int(keep * _HEAD_SHARE)
+    tail = keep - head
+    omitted = len(text) - keep
+    note = (
+        f"\n[… {omitted:,} of {len(text):,} characters left out of this request to fit the "
+        f"model's window; the store keeps {where} whole …]\n"
+    )
+    return text[:head] + note + text[-tail:]
+
+
+def _with_text(message: Message, text: str) -> Message:
+    new = dict(message)
+    new["content"] = text
+    return new
+
+
+def fit(
+    request: Sequence[Message],
+    budget: int,
+    count: Callable[[Message], int],
+    *,
+    tokens: int | None = None,
+) -> tuple[list[Message], Condensed | None]:
+    """``request`` condensed until it is at most ``budget`` tokens (see the module docstring);
+    ``(request, None)`` when it fits as it is.  ``tokens`` is its count when the caller has
+    it.  Never changes a message in place: condensed messages are new dicts."""
+    out = list(request)
+    counts = [count(m) for m in out]
+    total = sum(counts) if tokens is None else tokens
+    if total <= budget:
+        return out, None
+    report = Condensed(budget=budget, tokens_before=total, tokens_after=total)
+
+    def replace(i: int, message: Message) -> None:
+        nonlocal total
+        new_count = count(message)
+        total += new_count - counts[i]
+        counts[i] = new_count
+        out[i] = message
+
+    names = _call_names(out)
+    newest = _newest_group(out)
+    # 1. old tool outputs -> a one-line note, oldest first
+    for i, message in enumerate(out):
+        if total <= budget:
+            break
+        if message.get("role") != "tool" or i in newest:
+            continue
+        line = _one_liner(message, names.get(str(message.get("tool_call_id")), "tool"))
+        if count(_with_text(message, line)) < counts[i]:
+            replace(i, _with_text(message, line))
+            report.one_liners += 1
+    # 2. the remaining tool outputs, largest first, and 3. other long texts, oldest first
+    tools = sorted((i for i, m in enumerate(out) if m.get("role") == "tool"),
+                   key=lambda i: -counts[i])
+    others = [i for i, m in enumerate(out)
+              if m.get("role") in ("user", "assistant") and isinstance(m.get("content"), str)]
+    for indexes, is_tool in ((tools, True), (others, False)):
+        for i in indexes:
+            if total <= budget:
+                break
+            message = out[i]
+            text = text_of(message) if is_tool else str(message.get("content") or "")
+            if len(text) <= MIN_EXCERPT_CHARS or not isinstance(message.get("content"), str):
+                continue
+            # keep the share of the text that brings the request down to the budget
+            over = total - budget
+            chars_per_token = len(text) / max(1, counts[i])
+            keep = int(len(text) - (over + 60) * chars_per_token)
+            call = message.get("tool_call_id")
+            where = f"this output (tool call {call})" if is_tool and call else "this message"
+            condensed = _excerpt(text, keep, where)
+            if condensed != text and count(_with_text(message, condensed)) < counts[i]:
+                replace(i, _with_text(message, condensed))
+                if is_tool:
+                    report.excerpts += 1
+                else:
+                    report.clipped += 1
+    # 4. leave the oldest exchanges out: from just after the system prompt, whole user turns
+    if total > budget:
+        start = 1 if out and out[0].get("role") == "system" else 0
+        # a user message starts a turn: cutting there splits no tool call from its result
+        users = [i for i in range(start + 1, len(out)) if out[i].get("role") == "user"]
+        cut = start
+        for boundary in users:
+            cut = boundary
+            if total - sum(counts[start:cut]) <= budget:
+                break
+        if cut > start:
+            report.dropped = cut - start
+            total -= sum(counts[start:cut])
+            del out[start:cut]
+            del counts[start:cut]
+    report.tokens_after = total
+    return out, report

@@ -1,0 +1,143 @@
+"""Issue 28: compressions worth their price — the tail and summary sized against the same
+(output-reserved) threshold the trigger uses, down to ``compression.target_percent`` of it;
+no summariser call for a proposal that frees too little (also when forced: it says why
+instead); a summary never larger than what it replaces; the summary requests an LLM
+summariser makes (or would make) reported with their tokens; R-6.2's first message kept on
+a short chat; a futility guard when the system prompt alone meets the trigger."""
+
+from __future__ import annotations
+
+import pytest
+from compressor_helpers import (
+    RecordingSummarizer,
+    compress_request,
+    conversation,
+    should_request,
+)
+from hermes_host.messages import is_summary, text_of
+from hermes_host.models import CompressionSettings, Message
+
+from hermes_compressor import Compressor
+from hermes_compressor.trigger import threshold_tokens
+
+CONTEXT, RESERVED = 16_000, 8_192
+
+
+def _engine() -> tuple[Compressor, RecordingSummarizer]:
+    llm = RecordingSummarizer()
+    return Compressor(summarizer=llm, fallback=RecordingSummarizer(calls_llm=False)), llm
+
+
+@pytest.mark.parametrize("target", [0.5, 0.8])
+def test_a_compression_leaves_the_window_near_its_target_share_of_the_trigger(
+    target: float,
+) -> None:
+    """The tail and the summary budget come from the trigger after the output
+    reservation (6,800 at 16K), not the unreserved one (12,000): the proposal leaves the
+    window at about ``target_percent`` of it — the summary written at its budget."""
+    engine, llm = _engine()
+    window = conversation(40, output_chars=1500)
+    settings = CompressionSettings(target_percent=target)
+    request = compress_request(window, engine=engine, context_length=CONTEXT,
+                               max_output_tokens=RESERVED, compression=settings)
+    result = engine.compress(request=request)
+    assert result is not None and result.outcome == "summarised", result.notes
+    trigger = threshold_tokens(settings, CONTEXT, "", RESERVED)
+    assert trigger == 6_800
+    after = sum(engine.count(m) for m in result.messages)
+    budget = llm.jobs[0].budget_tokens
+    # the summary is the one part the engine does not write itself: allow its target
+    assert after <= trigger * target + 300, (after, budget)
+    assert result.summary_requests == 1 and result.summary_input_tokens > 0
+    assert 0 < result.summary_output_tokens
+
+
+def test_a_proposal_that_frees_too_little_spends_no_call_and_says_why() -> None:
+    """Most of the window in the protected tail: the estimate (head + summary target +
+    tail) frees under ``min_saving_percent`` — a no-op before any summariser call."""
+    engine, llm = _engine()
+    window = conversation(6, output_chars=60)
+    window.append({"role": "user", "content": "Please review this log:\n" + "ERR x\n" * 8000})
+    request = compress_request(window, engine=engine, context_length=64_000)
+    result = engine.compress(request=request)
+    assert result is not None and result.outcome == "noop"
+    assert llm.jobs == [] and result.llm_calls == 0 and result.summary_requests == 0
+    note = result.notes[-1]
+    assert note.startswith("not worth a summariser call: the proposal would free")
+    assert "compression.min_saving_percent is 10%" in note
+
+
+def test_a_forced_compress_on_a_short_session_says_why_without_a_call() -> None:
+    """Issue 28 (from Hermes Agent's tests): a forced ``/compress`` on a short session
+    spent an LLM call and then refused the result.  Now it either commits or says why
+    before calling."""
+    engine, llm = _engine()
+    window: list[Message] = [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+        {"role": "user", "content": "what is 2+2?"},
+        {"role": "assistant", "content": "4"},
+        {"role": "user", "content": "thanks"},
+    ]
+    result = engine.compress(request=compress_request(window, engine=engine, force=True))
+    assert result is not None and result.outcome == "noop"
+    assert llm.jobs == []
+    assert result.notes and result.notes[-1]
+
+
+def test_r_6_2_a_short_chat_keeps_its_protected_first_message() -> None:
+    """Issue 28: the first compression of a short chat moved its protected first message
+    into the summary.  The head shrinks only for a protected message too large to keep."""
+    engine, llm = _engine()
+    window: list[Message] = [{"role": "system", "content": "You are terse."}]
+    for i in range(3):
+        window += [{"role": "user", "content": f"question {i}: " + "why " * 300},
+                   {"role": "assistant", "content": f"answer {i}: " + "because " * 300}]
+    result = engine.compress(request=compress_request(window, engine=engine, force=True))
+    assert result is not None
+    if result.outcome == "noop":
+        assert llm.jobs == []
+    else:
+        kept = [m for m in result.messages if not is_summary(m)]
+        assert kept[1] == window[1], "the protected first message was summarised"
+
+
+def test_a_summary_is_never_larger_than_what_it_replaces() -> None:
+    engine, llm = _engine()
+    window = conversation(12, output_chars=300)
+    result = engine.compress(request=compress_request(window, engine=engine, force=True))
+    assert result is not None
+    if llm.jobs:
+        job = llm.jobs[0]
+        replaced = sum(engine.count(m) for m in job.messages)
+        assert job.budget_tokens <= replaced
+
+
+def test_the_futility_guard_says_no_when_the_system_prompt_alone_meets_the_trigger() -> None:
+    """Issue 28: Hermes stops trying by the third attempt; the compressor does not start
+    when the fixed part of the prompt alone is at or over the trigger."""
+    engine = Compressor()
+    huge_system: Message = {"role": "system", "content": "rule " * 9000}
+    messages = [huge_system, {"role": "user", "content": "hi"}]
+    tokens = sum(engine.count(m) for m in messages)
+    request = should_request(tokens, context_length=CONTEXT, max_output_tokens=RESERVED)
+    decision = engine.should_compress(request=request.model_copy(update={"messages": messages}))
+    assert decision is not None and decision.compress is False
+    assert decision.reason is not None and decision.reason.startswith("futile: the system prompt")
+    forced = engine.should_compress(
+        request=request.model_copy(update={"messages": messages, "force": True})
+    )
+    assert forced is not None and forced.compress is True
+
+
+def test_the_latest_request_survives_a_compression_at_the_new_target() -> None:
+    """Smaller windows after a compression must not cost the newest request (R-6.3)."""
+    engine, _ = _engine()
+    window = conversation(30, output_chars=1500)
+    window.append({"role": "user", "content": "NEWEST: now refactor parser.py please"})
+    result = engine.compress(request=compress_request(
+        window, engine=engine, context_length=CONTEXT, max_output_tokens=RESERVED,
+    ))
+    assert result is not None and result.outcome == "summarised"
+    assert any("NEWEST: now refactor parser.py" in text_of(m) for m in result.messages)
