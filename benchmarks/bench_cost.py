@@ -36,6 +36,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from _targets import Targets
+
 ROOT = Path(__file__).resolve().parents[1]
 TRANSCRIPTS = Path(
     os.environ.get("HERMES_HOST_TRANSCRIPTS", ROOT.parent / "shared" / "data" / "transcripts")
@@ -50,7 +52,9 @@ def _budget(context: int) -> int:
     return context - min(MAX_OUTPUT, context // 2)
 
 
-def _measure_one(path: Path, context: int, failing: bool) -> dict[str, Any]:
+def _measure_one(
+    path: Path, context: int, failing: bool, compression: dict[str, float]
+) -> dict[str, Any]:
     from hermes_host.config import parse_config
     from hermes_host.host import ContextHost
     from hermes_host.llm.base import TransientSummaryError
@@ -62,6 +66,7 @@ def _measure_one(path: Path, context: int, failing: bool) -> dict[str, Any]:
         "model": {"context_length": context, "max_output_tokens": MAX_OUTPUT},
         "summarizer": {"provider": "offline"},
         "memory": {"providers": []},
+        **({"compression": compression} if compression else {}),
     })
     summary = {"requests": 0, "input": 0, "output": 0}
 
@@ -131,14 +136,17 @@ def _measure_one(path: Path, context: int, failing: bool) -> dict[str, Any]:
     }
 
 
-def measure() -> dict[str, Any]:
+def measure(
+    compression: dict[str, float] | None = None, contexts: tuple[int, ...] = CONTEXTS,
+    failing: tuple[bool, ...] = (False, True),
+) -> dict[str, Any]:
     """Every transcript at every context, with a working and a failing summariser."""
     paths = sorted(TRANSCRIPTS.glob("*.jsonl"))
     out: dict[str, Any] = {}
-    for context in CONTEXTS:
-        for failing in (False, True):
-            key = f"{context}{'-failing' if failing else ''}"
-            out[key] = [_measure_one(p, context, failing) for p in paths]
+    for context in contexts:
+        for fails in failing:
+            key = f"{context}{'-failing' if fails else ''}"
+            out[key] = [_measure_one(p, context, fails, compression or {}) for p in paths]
     return out
 
 
@@ -169,9 +177,44 @@ def _median_freed(rows: list[dict[str, Any]]) -> float | None:
     return statistics.median(shares) if shares else None
 
 
+TARGETS = {"compressions_16k": 150, "share_freed_16k": 0.40, "cost_16k": 0.75,
+           "cost_32k": 0.90}
+"""Issue 28's targets for this section (the recall ones are in bench_eval.py)."""
+
+
+def check_targets(new: dict[str, Any], base: dict[str, Any], targets: Any) -> list[str]:
+    """Issue 28's cost and bound targets, as lines for the page."""
+    lines = []
+    checks = []
+    for context in CONTEXTS:
+        for suffix, what in (("", ""), ("-failing", " with a summariser failing every call")):
+            rows = new[f"{context}{suffix}"]
+            checks.append((f"requests over the budget at {context // 1000}K{what}",
+                           _total(rows, "over_budget"), "<=", 0, "{:,.0f}"))
+    rows16, rows32 = new["16000"], new["32000"]
+    checks += [
+        ("compressions at 16K", _total(rows16, "compressions"), "<=",
+         TARGETS["compressions_16k"], "{:,.0f}"),
+        ("median share freed at 16K", _median_freed(rows16) or 0.0, ">=",
+         TARGETS["share_freed_16k"], "{:.2f}"),
+        ("input-side cost ÷ base at 16K",
+         _total(rows16, "input_side_cost") / _total(base["16000"], "input_side_cost"), "<=",
+         TARGETS["cost_16k"], "{:.2f}"),
+        ("input-side cost ÷ base at 32K",
+         _total(rows32, "input_side_cost") / _total(base["32000"], "input_side_cost"), "<=",
+         TARGETS["cost_32k"], "{:.2f}"),
+    ]
+    for name, value, comparison, target, fmt in checks:
+        check = targets.check(name, value, comparison, target, fmt=fmt)
+        lines.append(f"- {name}: **{check.shown_value}** (target {check.spec}){check.marker}")
+    return lines
+
+
 def render(new: dict[str, Any], base: dict[str, Any], rev: str) -> str:
     lines = [
-        "## Cost and the request bound (issue 28)",
+        "## cost",
+        "",
+        "**Cost and the request bound (issue 28).**",
         "",
         f"`python benchmarks/bench_cost.py` — the 22 shared transcripts replayed through "
         f"`ContextHost` (offline summariser, `max_output_tokens` {MAX_OUTPUT:,}), this "
@@ -210,6 +253,13 @@ def main() -> None:
     parser.add_argument("--base", default=DEFAULT_BASE, help="commit to compare against")
     parser.add_argument("--json", action="store_true", help="print the raw figures")
     parser.add_argument("--measure-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 when a target is missed (nox -s bench -- --check)")
+    parser.add_argument(
+        "--sweep", metavar="KEY=V1,V2", action="append", default=[],
+        help="also measure this checkout with compression.KEY set to each value (16K and "
+             "32K, working summariser): the trade-off table behind the defaults",
+    )
     args = parser.parse_args()
     if not TRANSCRIPTS.is_dir():
         print(f"(transcripts not found at {TRANSCRIPTS}; skipped)")
@@ -219,10 +269,46 @@ def main() -> None:
         return
     new = measure()
     base = _base_figures(args.base)
+    sweeps = _sweeps(args.sweep)
     if args.json:
-        print(json.dumps({"base": base, "new": new}))
-    else:
-        print(render(new, base, args.base))
+        print(json.dumps({"base": base, "new": new, "sweeps": sweeps}))
+        return
+    print(render(new, base, args.base))
+    if sweeps:
+        print()
+        print(render_sweeps(sweeps, base, args.base))
+    targets = Targets("cost")
+    print("\nTargets (issue 28), measured in this run:\n")
+    print("\n".join(check_targets(new, base, targets)))
+    sys.exit(targets.finish())
+
+
+def _sweeps(specs: list[str]) -> list[dict[str, Any]]:
+    """Every combination of the ``--sweep`` values, measured at 16K and 32K."""
+    grid: list[dict[str, float]] = [{}]
+    for spec in specs:
+        key, _, values = spec.partition("=")
+        grid = [{**g, key: float(v)} for g in grid for v in values.split(",")]
+    return [{"compression": g, "figures": measure(g, (16_000, 32_000), (False,))}
+            for g in grid if g]
+
+
+def render_sweeps(sweeps: list[dict[str, Any]], base: dict[str, Any], rev: str) -> str:
+    lines = [
+        "| compression settings | window | compressions | median share freed "
+        f"| input-side cost vs `{rev}` |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for sweep in sweeps:
+        label = ", ".join(f"{k} {v:g}" for k, v in sweep["compression"].items())
+        for context in (16_000, 32_000):
+            rows = sweep["figures"][str(context)]
+            freed = _median_freed(rows)
+            ratio = _total(rows, "input_side_cost") / _total(base[str(context)],
+                                                             "input_side_cost")
+            lines.append(f"| {label} | {context // 1000}K | {_total(rows, 'compressions'):,.0f} "
+                         f"| {'—' if freed is None else f'{freed:.2f}'} | {ratio:.2f} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

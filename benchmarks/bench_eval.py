@@ -102,6 +102,10 @@ TARGETS_14 = {
     "invariant_violations_max": 0,
 }
 """Issue 14's targets (minimums unless named ``_max``), printed beside the figures."""
+TARGETS_28 = {"agent_10th_over_1st": 0.80, "pooled_recall_16k": 0.55,
+              "pooled_in_context_16k": 0.30}
+"""Issue 28's recall targets: decay under the agent rule at 16K and 32K, and the pooled
+recall kept at 16K while compressing less often (bench_cost.py has the cost targets)."""
 
 
 def _pair(a: float | None, b: float | None, digits: int = 2) -> str:
@@ -172,8 +176,53 @@ def issue14_section(
                 cells.append(f"{value} ({a['transcripts']})")
             print(f"| {label} | {' | '.join(cells)} | {_pair(*_after_ratio(row, 10))} |")
         print()
+        print("Cost beside recall (issue 28; `docs/lifecycle.md`): summary requests an LLM "
+              "summariser would make (input / output tokens), the provider cache's hit rate "
+              "(the request prefix shared with the previous request), and the input-side cost "
+              "in input-token equivalents (cache read 0.1, write 1.25, uncached input 1.0, "
+              "output 5.0; the agent's own output left out), with the agent-rule recall "
+              "(docs/evaluation.md).\n")
+        print("| engines | compressions | median share freed | summary requests (in / out) | "
+              "cache hit rate | input-side cost | over budget | agent-rule recall / in "
+              "context | agent-rule 10th ÷ 1st |\n"
+              "|---|---:|---:|---|---:|---:|---:|---:|---:|")
+        for label, row in summaries:
+            cost = row["cost"]
+            decay = row.get("recall_10th_over_1st_agent") or {}
+            agent = _pair(row.get("pooled_needed_later_recall_agent"),
+                          row.get("pooled_in_context_recall_agent"))
+            print(
+                f"| {label} | {row['compressions']} | {_fmt(row['median_share_freed'])} | "
+                f"{cost['summary_requests']:,.0f} ({cost['summary_input_tokens']:,.0f} / "
+                f"{cost['summary_output_tokens']:,.0f}) | {_fmt(cost['cache_hit_rate'])} | "
+                f"{cost['input_side_cost']:,.0f} | {row['requests_over_budget']} | "
+                f"{agent} | "
+                f"{_pair(decay.get('all_transcripts'), decay.get('same_transcripts'))} |"
+            )
+        print()
         (_, c), (_, r) = summaries
         at = f"{ctx // 1000}K"
+        decay_agent = (c.get("recall_10th_over_1st_agent") or {}).get("all_transcripts")
+        figures28 = [
+            (f"compressor agent-rule recall after the 10th ÷ after the 1st at {at}",
+             decay_agent, ">=", TARGETS_28["agent_10th_over_1st"]),
+            (f"requests over the request budget at {at}",
+             c["requests_over_budget"] + r["requests_over_budget"], "<=", 0),
+        ]
+        if ctx == 16_000:
+            figures28 += [
+                (f"compressor pooled recall at {at} (issue 28)",
+                 c["pooled_needed_later_recall"], ">=", TARGETS_28["pooled_recall_16k"]),
+                (f"compressor pooled in-context recall at {at} (issue 28)",
+                 c["pooled_in_context_recall"], ">=", TARGETS_28["pooled_in_context_16k"]),
+            ]
+        print(f"Targets (issue 28) at {ctx:,}:\n")
+        for name, value, comparison, target in figures28:
+            measured = -1.0 if value is None and comparison == ">=" else (value or 0.0)
+            check = targets.check(name, measured, comparison, target, fmt="{:.2f}")
+            shown = "—" if value is None else check.shown_value
+            print(f"- {name}: **{shown}** (target {check.spec}){check.marker}")
+        print()
         ratio, ratio_reached = _after_ratio(c, 10)
         tokens_ratio = r["mean_tokens_per_call"] / c["mean_tokens_per_call"]
         figures = [

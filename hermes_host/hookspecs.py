@@ -118,6 +118,19 @@ def compress(request: CompressRequest) -> CompressResult | None:
     cooldown, ``fallback`` extends the fallback streak, ``noop`` records an ineffective
     attempt).  Return ``None`` for "not mine": the next configured engine is asked.
 
+    Cost: report the summary requests your summariser made — or an LLM summariser would
+    have made — in ``summary_requests``, ``summary_input_tokens`` (of which
+    ``summary_cached_tokens`` a prompt-caching provider reads from its cache) and
+    ``summary_output_tokens``; ``replay`` and ``eval`` price them.  Decide whether a
+    proposal is worth a summariser call *before* making it: ``compression.min_saving_percent``
+    is the user's minimum share of the window freed, ``compression.target_percent`` the
+    share of the trigger a compression should leave, ``request.max_output_tokens`` the
+    reply's reservation (the request budget is ``context_length`` less it).
+
+    During a cooldown (``request.guards.cooldown_until`` in the future) the host calls you
+    only if your engine class declares ``compresses_during_cooldown = True`` — a promise to
+    make no LLM call then (the default compressor summarises offline meanwhile).
+
     ``compress`` is not all-or-nothing (R-6.8): an aborted compression may still return a
     cleaned list (blank echoes removed).  The summary message carries ``_compressed_summary``;
     the host strips ``_`` keys before anything goes on the wire.

@@ -62,6 +62,7 @@ class _Conversation:
         self.session = session
         self.known_ids: set[str] = set()
         self.seen: list[str] = []  # canonical forms of the mirrored messages, in order
+        self.stored: dict[str, str] = {}  # LangChain id -> canonical form as stored
         host = session.host
         rows = sorted(
             (row for sid in host.store.lineage(session.id) for row in host.store.all_messages(sid)),
@@ -72,6 +73,7 @@ class _Conversation:
             if isinstance(lc_id, str):
                 self.known_ids.add(lc_id)
                 self.seen.append(_canonical(row.message))
+                self.stored[lc_id] = self.seen[-1]
 
 
 class LangChainWindow:
@@ -156,7 +158,7 @@ class LangChainWindow:
             request = session.build_request()
             if request and request[0].get("role") == "system" and session.system_prompt:
                 request = request[1:]  # the framework sends its own system prompt
-            return [*head, *self._to_langchain(session, request, body)]
+            return [*head, *self._to_langchain(conversation, request, body)]
 
     def model_input(
         self, messages: Sequence[BaseMessage | Any], *, system_prompt: str = "",
@@ -222,24 +224,32 @@ class LangChainWindow:
             conversation.session.add_message(data)
             conversation.known_ids.add(str(data[ID_KEY]))
             conversation.seen.append(canon)
+            conversation.stored[str(data[ID_KEY])] = _canonical(data)
             added += 1
         return added
 
     def _to_langchain(
-        self, session: Session, request: list[Message], body: Sequence[BaseMessage]
+        self, conversation: _Conversation, request: list[Message], body: Sequence[BaseMessage]
     ) -> list[BaseMessage]:
         """The state's own objects for unchanged window messages, converted ones otherwise.
 
         The request is the window in order, give or take what engines changed, so each
         request message is compared with the next window message first (a dict comparison);
-        only a message that does not line up is looked up by its canonical form."""
+        only a message that does not line up is looked up by its canonical form.  A window
+        message a compression rewrote (a pruned output, the summary merged into a user
+        message) keeps its LangChain id but is no longer the state's message: it is
+        converted, never swapped back for the original (issue 28)."""
         by_id = {m.id: m for m in body if m.id is not None}
-        window = [m for m in session.window() if m.get("role") != "system" or ID_KEY in m]
+        window = [m for m in conversation.session.window()
+                  if m.get("role") != "system" or ID_KEY in m]
         plain = [{k: v for k, v in m.items() if not k.startswith("_")} for m in window]
         originals: list[BaseMessage | None] = []
         for m in window:
             lc_id = m.get(ID_KEY)
-            originals.append(by_id.get(lc_id) if isinstance(lc_id, str) else None)
+            original = by_id.get(lc_id) if isinstance(lc_id, str) else None
+            if original is not None and conversation.stored.get(str(lc_id)) != _canonical(m):
+                original = None  # rewritten since it was stored
+            originals.append(original)
         by_canon: dict[str, list[BaseMessage]] | None = None  # built only when needed
         out: list[BaseMessage] = []
         j = 0

@@ -346,8 +346,11 @@ class HermesSession:
 
         The input (window + this turn's items) is seen as chat messages; what an engine
         changed (a retrieved block added to the newest user message) goes back as converted
-        items, the rest unchanged.  Fails open: if hermes-host fails, the input goes as it
-        was and the failure is logged at WARNING."""
+        items, the rest unchanged.  Then the request bound: the SDK appends a run's own tool
+        outputs to the items ``get_items`` gave it, so only this filter sees every model
+        call whole — with it, no call is larger than ``context_length - max_output_tokens``
+        (the agent's instructions counted; see ``docs/lifecycle.md``).  Fails open: if
+        hermes-host fails, the input goes as it was and the failure is logged at WARNING."""
         from agents.run_config import ModelInputData
 
         model_data = data.model_data
@@ -355,9 +358,15 @@ class HermesSession:
         def select() -> list[Item]:
             messages = items_to_messages(model_data.input)
             selected = self.hermes.select_context(messages)
-            if selected == messages:
+            instructions = model_data.instructions
+            head: list[Message] = (
+                [{"role": "system", "content": instructions}]
+                if isinstance(instructions, str) and instructions else []
+            )
+            fitted = self.hermes.fit_request([*head, *selected])[len(head):]
+            if fitted == messages:
                 return list(model_data.input)
-            return messages_to_items(selected)
+            return messages_to_items(fitted)
 
         try:
             items = await self._run(select)

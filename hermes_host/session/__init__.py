@@ -102,8 +102,9 @@ class Session:
         """Host-counted tokens of the last request built, after the request bound."""
         self.last_decision: tuple[CompressDecision, str] | None = None  # end_turn's, for status
         self.turns_ended = 0
-        """How many times :meth:`end_turn` ran on this object (a request over budget before
-        the first is a caller that never ends its turns)."""
+        """How many times :meth:`end_turn` (or :meth:`should_compress`, for a framework that
+        runs compression itself) ran on this object: a request over budget before the first
+        is a caller that never ends its turns."""
         self._last_base: tuple[int, list[str]] | None = None
         self._last_base_messages: list[Message] = []
         self.events: list[str] = []
@@ -265,7 +266,13 @@ class Session:
         itself (it calls :meth:`compress` with ``force=False`` when this says yes)."""
         self._sync()
         base = self.window()
-        decision, _ = self._decide(base, self.window_tokens, prompt_tokens, self._guards())
+        decision, decided_by = self._decide(
+            base, self.window_tokens, prompt_tokens, self._guards()
+        )
+        # a framework that runs compression itself asks here once per turn (Hermes Agent
+        # never calls end_turn): what status() and the request bound's cause report
+        self.last_decision = (decision, decided_by)
+        self.turns_ended += 1
         return decision
 
     def select_context(self, messages: Sequence[Message]) -> list[Message]:

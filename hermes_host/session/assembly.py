@@ -83,6 +83,9 @@ def over_budget_cause(session: Session) -> str:
     as far as the session knows it (issue 28)."""
     guards = session._guards()
     left = guard_rules.cooldown_left(guards)
+    if left is not None:
+        return (f"the summariser failed and is cooling down ({left} s left); the offline "
+                "summariser compresses meanwhile")
     if not session.turns_ended or session.last_decision is None:
         return ("no turn has ended yet: is end_turn() called after each turn? Compression "
                 "runs there")
@@ -93,9 +96,6 @@ def over_budget_cause(session: Session) -> str:
                 "too little) until the window grows past the request budget")
     if reason.startswith(("futile", "not worth")):
         return reason
-    if left is not None:
-        return (f"the summariser failed and is cooling down ({left} s left); the offline "
-                "summariser compresses meanwhile")
     if not decision.compress and reason == "below_threshold":
         return ("the newest messages grew past the budget within one turn (below the "
                 f"trigger of {decision.threshold_tokens or 0:,} tokens at the last end_turn, "

@@ -152,11 +152,6 @@ def test_a_summariser_failing_every_call_keeps_every_request_within_the_budget_i
                    for line in err.splitlines()), err[-2000:]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 28 bug in hermes_host/session/assembly.py over_budget_cause: Hermes drives "
-    "compression through Session.should_compress/compress and never calls end_turn, so "
-    "last_decision stays None and the cause given is 'no turn has ended yet: is end_turn() "
-    "called after each turn?' even while the summariser cools down"))
 def test_the_warning_during_a_summariser_cooldown_names_the_cooldown_issue_28(
     rig: HermesRig, capfd: pytest.CaptureFixture[str]
 ) -> None:

@@ -125,7 +125,7 @@ def test_create_agent_sends_every_request_within_the_budget(
     call right after it — within the same turn — gets the read as an excerpt and stays within
     the budget (each read turn's); the graph state and the store keep the read whole;
     window_warning, status, the event line and the WARNING log say what was done.  (The
-    later turns' calls: see the xfail test at the end.)"""
+    later turns' calls: the test at the end.)"""
     caplog.set_level(logging.WARNING, logger="hermes_host")
     model = RecordingFakeModel(messages=script(4), inputs=[])
     with make_host(tmp_path) as host:
@@ -271,11 +271,6 @@ def run_agent(kind: str, tmp_path: Path, summariser: FakeOpenAI) -> tuple[Contex
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # create_react_agent (LangGraph 1.x)
 @pytest.mark.parametrize("kind", ["create_agent", "langgraph", "create_agent+429"])
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 28 bug in hermes_host/integrations/_lc_window.py LangChainWindow._to_langchain: a "
-    "window message an engine rewrote (the compressor's pruned tool output) keeps its "
-    "_langchain_id, lines up with the request, and is replaced by the graph state's original "
-    "object — the model gets the whole ~12,000-token read again on the next turn"))
 def test_every_model_call_of_every_turn_is_within_the_budget(
     kind: str, tmp_path: Path
 ) -> None:

@@ -197,11 +197,6 @@ def test_every_run_starts_within_the_budget_and_the_store_keeps_every_read(
         assert sum(m["content"] == BIG_FILE for m in tools) == 2
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 28 gap: within one Runner.run the SDK appends the run's own tool outputs to the "
-    "model input itself (get_items is read once per run), and HermesSession.select_filter "
-    "(the per-call RunConfig.call_model_input_filter) runs only select_context engines, not "
-    "the request bound; the model call right after the file read is ~12,000 tokens"))
 def test_every_model_call_within_a_run_is_within_the_budget(tmp_path: Path) -> None:
     """Issue 28: with ``RunConfig(call_model_input_filter=session.select_filter)`` — the
     per-model-call hook the SDK offers — every request the model server received, including

@@ -18,6 +18,8 @@ from hermes_host.messages import is_summary, text_of
 from hermes_host.models import CompressionSettings, Message
 
 from hermes_compressor import Compressor
+from hermes_compressor.compaction import _own_role_cut
+from hermes_compressor.summary import choose_role
 from hermes_compressor.trigger import threshold_tokens
 
 CONTEXT, RESERVED = 16_000, 8_192
@@ -141,3 +143,25 @@ def test_the_latest_request_survives_a_compression_at_the_new_target() -> None:
     ))
     assert result is not None and result.outcome == "summarised"
     assert any("NEWEST: now refactor parser.py" in text_of(m) for m in result.messages)
+
+
+def test_the_summary_gets_a_role_of_its_own_instead_of_merging() -> None:
+    """A cut whose first tail message would force the summary to merge into it (the head
+    ends with a user message, the tail starts with an assistant one) moves back over one
+    exchange — or forward, keeping three tail messages.  A merged summary came back out of
+    the message on the next round as a copy of it, which the store then held twice (issue
+    28, found on Hermes Agent and LangChain: their suites check every message is stored
+    once)."""
+    def m(role: str, i: int) -> Message:
+        return {"role": role, "content": f"{role} {i}"}
+
+    window = [{"role": "system", "content": "sys"}, m("user", 0), m("assistant", 0),
+              m("user", 1), m("assistant", 1), m("user", 2), m("assistant", 2),
+              m("user", 3), m("assistant", 3), m("user", 4)]
+    assert choose_role("user", "assistant")[1] is True  # the collision this avoids
+    assert _own_role_cut(window, 4, 6) == 5  # back: the tail starts with user 2
+    assert _own_role_cut(window, 4, 5) == 5  # no collision: unchanged
+    # nothing to step back over (the middle would be empty): forward, three stay
+    assert _own_role_cut(window, 4, 4) == 5
+    # forward would leave fewer than three: the cut stays (the summary merges)
+    assert _own_role_cut(window[:8], 6, 6) == 6
