@@ -214,3 +214,21 @@ def test_validate_options_of_an_unselected_broken_engine_say_why_unchecked_issue
     assert code == 2
     assert "engines.broken (not selected): engine 'broken' (acme-broken 0.0.7) does not " \
            "import, so its options cannot be checked: ImportError: " in err
+
+
+@pytest.mark.parametrize("reply", [8_192, 4_000])
+def test_a_reply_reservation_that_leaves_no_request_is_rejected_issue_28(
+    tmp_path: Path, fake: FakeInstall, reply: int
+) -> None:
+    """``model.max_output_tokens`` at or over ``model.context_length`` leaves the request no
+    room: exit 2 naming both keys.  The default (8,192, not written) on a small window is
+    capped at half of it instead of being an error."""
+    standard_install(fake)
+    bad = write_config(
+        tmp_path, GOOD + f"model:\n  context_length: 4000\n  max_output_tokens: {reply}\n"
+    )
+    code, _, err = _validate("--config", str(bad))
+    assert code == 2
+    assert "model.max_output_tokens" in err and "model.context_length (4,000)" in err
+    fine = write_config(tmp_path, GOOD + "model:\n  context_length: 4000\n", name="fine.yaml")
+    assert _validate("--config", str(fine))[0] == 0

@@ -274,3 +274,27 @@ def _print(runs: list[EvalRun], overall: dict[str, dict[str, Any]], report: dict
         )
     out.print(agent)
     out.print(AGENT_LEGEND)
+    cost = _table(
+        "cost under a prompt-caching price model, in input-token equivalents (cache read "
+        "0.1, write 1.25, uncached input 1.0, output 5.0; the agent's own output left out)",
+        ("engines", "summary requests (in / out tokens)", "cache hit rate", "calls",
+         "summaries", "input-side cost", "median share freed", "over budget",
+         "fitting sessions: compressed / not"),
+        1,
+    )
+    for label, row in overall.items():
+        c = row["cost"]
+        cost.add_row(
+            label,
+            f"{c['summary_requests']:,.0f} ({c['summary_input_tokens']:,.0f} / "
+            f"{c['summary_output_tokens']:,.0f})",
+            _fmt_recall(c["cache_hit_rate"]),
+            f"{c['calls_cost']:,.0f}",
+            f"{c['summary_cost']:,.0f}",
+            f"{c['input_side_cost']:,.0f}",
+            _fmt_recall(row["median_share_freed"]),
+            str(row["requests_over_budget"]),
+            (f"{c['fitting_input_side_cost']:,.0f} / {c['fitting_uncompressed_cost']:,.0f} "
+             f"(n={c['sessions_that_fit']})") if c["sessions_that_fit"] else "—",
+        )
+    out.print(cost)

@@ -167,6 +167,31 @@ def _print_summary(result: ReplayResult) -> None:
         f"{len(committed)} committed, {len(result.compressions) - len(committed)} other",
     )
     table.add_row("LLM calls", str(result.llm_calls))
+    cost = result.cost
+    if cost:
+        table.add_row(
+            "summary requests",
+            f"{cost['summary_requests']} an LLM summariser would make "
+            f"({cost['summary_input_tokens']:,} tokens in, {cost['summary_output_tokens']:,} "
+            "out)",
+        )
+    series = result.request_series
+    over = result.requests_over_budget
+    table.add_row(
+        "requests",
+        f"{len(series)} model calls, max {max(series, default=0):,} tokens; budget "
+        f"{result.request_budget:,} (context less max_output_tokens): "
+        + ("none over it" if not over else f"{over} OVER IT"),
+    )
+    if cost:
+        fits = cost["uncompressed"]
+        table.add_row(
+            "cost",
+            f"{cost['input_side_cost']:,.0f} input-token equivalents (calls "
+            f"{cost['calls_cost']:,.0f} + summaries {cost['summary_cost']:,.0f}); cache hit "
+            f"rate {cost['cache_hit_rate'] or 0:.0%}"
+            + (f"; with no compression {fits['calls_cost']:,.0f}" if fits["fits"] else ""),
+        )
     table.add_row("final window", f"{result.final_window_tokens:,} tokens")
     table.add_row(
         "window tokens over time",
@@ -175,7 +200,8 @@ def _print_summary(result: ReplayResult) -> None:
     status = "ok" if result.invariant_violations == 0 else "VIOLATED"
     table.add_row(
         "invariants",
-        f"{status}: {result.window_violations} window, {result.cache_violations} prompt-cache",
+        f"{status}: {result.window_violations} window, {result.cache_violations} prompt-cache, "
+        f"{result.requests_over_budget} over budget",
     )
     table.add_row(
         "normalised",
