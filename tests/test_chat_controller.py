@@ -361,3 +361,26 @@ def test_compaction_markers_are_shown_while_it_runs_r_10_4(
     # While compacting, the session had not rotated yet; once complete, it had.
     assert compacting[0] == chat.history[0]
     assert complete[0] == chat.history[1]
+
+
+def test_a_paste_larger_than_the_window_is_sent_within_the_budget_issue_28(
+    chat: ChatController, fake: FakeAnthropic
+) -> None:
+    """Issue 28 on chat's path: a pasted log four times the budget goes to the model as a
+    head-and-tail excerpt, the request plus the reply's max_tokens fit the window, the
+    warning is shown in plain output with its cause, and the store keeps the paste whole."""
+    _turns(chat, 1)
+    paste = "BEGIN-LOG\n" + "".join(f"line {i}: step ok\n" for i in range(3000)) + "END-LOG"
+    assert chat.handle("please look at this log:\n" + paste)
+    sent = fake.requests[-1].body
+    budget = chat.session.status()["request_budget"]
+    assert budget == 4000 - 256 and sent["max_tokens"] == 256
+    assert chat.session.last_request_tokens is not None
+    assert chat.session.last_request_tokens <= budget < chat.session.window_tokens
+    last = str(sent["messages"][-1]["content"])
+    assert len(str(sent)) < len(paste)  # the paste itself did not go out
+    assert "BEGIN-LOG" in last and "END-LOG" in last and "left out of this request" in last
+    shown = _ui(chat).text("event")
+    assert "request condensed to fit the budget" in shown and "Why:" in shown
+    stored = [m for m in chat.session.raw_window if m.get("role") == "user"]
+    assert stored[-1]["content"].endswith(paste)

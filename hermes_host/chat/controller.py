@@ -132,7 +132,11 @@ class ChatController:
         session = self.session
         session.add_user(text)
         try:
-            reply = self.model.respond(session.build_request(), self.max_tokens)
+            events = len(session.events)
+            request = session.build_request()
+            for line in session.events[events:]:  # the request bound's warning (issue 28)
+                self.ui.event(line)
+            reply = self.model.respond(request, self.max_tokens)
         except ModelError as exc:
             self.ui.error(f"model call failed: {exc}. Your message is stored; send another "
                           "message to continue.")
