@@ -12,7 +12,7 @@ request: converted to OpenAI chat messages, system prompt included, with the hos
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +22,15 @@ pytest.importorskip("langchain")
 pytest.importorskip("langgraph")
 
 from langchain.agents import create_agent
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     ToolMessage,
     convert_to_openai_messages,
 )
-from langchain_core.outputs import ChatResult
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
-from pydantic import Field
+from test_langchain import RecordingFakeModel
 
 from hermes_host.config import HermesConfig
 from hermes_host.host import ContextHost
@@ -46,19 +44,6 @@ CONTEXT, MAX_OUTPUT = 4000, 1000
 BUDGET = CONTEXT - MAX_OUTPUT
 BIG_FILE = "\n".join(f"line {i:05d}: " + "payload data " * 3 for i in range(1000))
 LAST_LINE = "line 00999: " + ("payload data " * 3).rstrip()
-
-
-class RecordingFakeModel(GenericFakeChatModel):
-    """langchain-core's fake chat model, recording each input; tools bind as a no-op."""
-
-    inputs: list[list[BaseMessage]] = Field(default_factory=list)
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> RecordingFakeModel:
-        return self
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
-        self.inputs.append(list(messages))
-        return super()._generate(messages, *args, **kwargs)
 
 
 def script(turns: int) -> Iterator[AIMessage]:
