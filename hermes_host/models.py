@@ -104,7 +104,11 @@ class CompressionSettings(_Settings):
     )
     protect_first_n: int = Field(3, ge=0)
     protect_last_n: int = Field(20, ge=1)
-    summary_target_ratio: float = Field(0.20, ge=0.0, le=1.0)
+    summary_target_ratio: float = Field(
+        0.20, ge=0.0, le=1.0,
+        description="The verbatim tail's share (clamped to 0.10-0.80) of what a compression "
+        "leaves: threshold × target_percent × this (R-4.5).",
+    )
     abort_on_summary_failure: bool = False
     proactive_prune_tokens: int = Field(0, ge=0, description="0 = off (R-11.1).")
     min_tail_user_messages: int = Field(1, ge=0)
@@ -121,9 +125,10 @@ class CompressionSettings(_Settings):
         "long (R-5.1); compression goes on with the offline summariser meanwhile.",
     )
     target_percent: float = Field(
-        0.50, gt=0, le=1,
+        0.70, gt=0, le=1,
         description="A compression leaves the window at or below this share of the trigger "
-        "threshold (the threshold after reserving max_output_tokens); see lifecycle.md.",
+        "threshold (the threshold after reserving max_output_tokens), the tail "
+        "summary_target_ratio of it; see lifecycle.md.",
     )
     min_saving_percent: float = Field(
         0.10, ge=0, lt=1,
@@ -162,7 +167,10 @@ class SummarizerSettings(_Settings):
         False,
         description="The summariser is the chat model on the same provider: send the summary "
         "request as a continuation of the last chat request (the window as sent, plus one "
-        "instruction message), so that the provider can bill that prefix as a cache read.",
+        "instruction message), so that a provider caching prompt prefixes can bill it as a "
+        "cache read. Used only while the window fits the request budget (a condensed request "
+        "is not that prefix); OpenAI-compatible servers cache prefixes by themselves, while "
+        "Anthropic needs cache_control breakpoints, which hermes-host does not set yet.",
     )
 
     @model_validator(mode="before")

@@ -43,13 +43,13 @@ def chat_responder(body: Any) -> str:
     return default_summary_text(body)
 
 
-def write_config(tmp_path: Path, context_length: int = 1500) -> Path:
+def write_config(tmp_path: Path, context_length: int = 1500, max_output: int = 256) -> Path:
     path = tmp_path / "config.yaml"
     path.write_text(
         "model:\n"
         "  name: claude-fake-chat\n"
         f"  context_length: {context_length}\n"
-        "  max_output_tokens: 256\n"
+        f"  max_output_tokens: {max_output}\n"
         "summarizer:\n"
         "  provider: anthropic\n"
         "memory:\n"

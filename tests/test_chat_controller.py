@@ -38,14 +38,21 @@ def context_length() -> int:
 
 
 @pytest.fixture
+def max_output() -> int:
+    return 256
+
+
+@pytest.fixture
 def chat(
-    tmp_path: Path, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch, context_length: int
+    tmp_path: Path, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch, context_length: int,
+    max_output: int,
 ) -> Iterator[ChatController]:
     for key, value in fake.env().items():
         monkeypatch.setenv(key, value)  # the summariser inside the compressor uses them
     monkeypatch.setenv("HERMES_HOST_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("HERMES_HOST_SESSION_ID", raising=False)
-    config = load_config(write_config(tmp_path, context_length=context_length))
+    config = load_config(write_config(tmp_path, context_length=context_length,
+                                      max_output=max_output))
     host = ContextHost.from_config(config, store=tmp_path / "state.db")
     session = host.open_session("trial", "You are a helpful assistant talking with a "
                                 "developer in a terminal. Answer concisely.")
@@ -384,3 +391,16 @@ def test_a_paste_larger_than_the_window_is_sent_within_the_budget_issue_28(
     assert "request condensed to fit the budget" in shown and "Why:" in shown
     stored = [m for m in chat.session.raw_window if m.get("role") == "user"]
     assert stored[-1]["content"].endswith(paste)
+
+
+@pytest.mark.parametrize("max_output", [0])
+def test_with_no_reply_reservation_the_reply_gets_what_the_request_left_issue_28(
+    chat: ChatController, fake: FakeAnthropic
+) -> None:
+    """``max_output_tokens: 0`` reserves nothing: the request may use the whole window, so
+    the reply's ``max_tokens`` is what the request left, never more (request + reply fit)."""
+    _turns(chat, 3)
+    sent = fake.requests[-1].body
+    used = chat.session.last_request_tokens
+    assert used is not None and sent["max_tokens"] == min(4096, 4000 - used)
+    assert used + sent["max_tokens"] <= 4000

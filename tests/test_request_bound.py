@@ -106,6 +106,41 @@ def test_the_oldest_turns_go_last_and_never_split_a_tool_pair() -> None:
     assert condensed.fits, condensed.describe()
 
 
+def test_a_text_part_of_a_list_is_excerpted_too() -> None:
+    """Content as a list of parts (LangChain, Anthropic blocks): the largest text part is
+    excerpted, the other parts kept."""
+    image = {"type": "image_url", "image_url": {"url": "https://example.invalid/a.png"}}
+    paste = "START\n" + "log line ok\n" * 6000 + "FINISH"
+    messages: list[Message] = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": [{"type": "text", "text": "look:"}, image,
+                                     {"type": "text", "text": paste}]},
+    ]
+    out, condensed = fit(messages, 2_500, count_message)  # an image part counts ~1,100
+    assert condensed is not None and condensed.fits and condensed.clipped == 1
+    parts = out[1]["content"]
+    assert parts[0]["text"] == "look:" and parts[1] == image
+    assert parts[2]["text"].startswith("START") and parts[2]["text"].endswith("FINISH")
+    assert messages[1]["content"][2]["text"] == paste  # the caller's list is not changed
+
+
+def test_the_one_large_message_is_cut_before_many_small_ones_and_the_summary_last() -> None:
+    """Largest first: a huge paste is excerpted while older messages and the summary block
+    stay whole (oldest-first clipping cut every one of them to its floor)."""
+    from hermes_host.messages import SUMMARY_PREFIX
+
+    summary: Message = {"role": "user", "content": SUMMARY_PREFIX + "\n" + "fact " * 1200}
+    messages: list[Message] = [{"role": "system", "content": "sys"}, summary]
+    for i in range(6):
+        messages += [{"role": "assistant", "content": f"reply {i}: " + "detail " * 400},
+                     {"role": "user", "content": f"question {i + 1}: " + "why " * 400}]
+    messages[-1] = {"role": "user", "content": "paste:\n" + "data row\n" * 20_000}
+    budget = count_messages(messages[:-1]) + 500
+    out, condensed = fit(messages, budget, count_message)
+    assert condensed is not None and condensed.fits and condensed.clipped == 1
+    assert out[:-1] == messages[:-1]
+
+
 def test_a_system_prompt_larger_than_the_budget_is_reported_not_hidden() -> None:
     messages: list[Message] = [{"role": "system", "content": "rule " * 3000},
                                {"role": "user", "content": "hi"}]
@@ -150,6 +185,10 @@ def test_session_condenses_and_says_why_and_the_store_keeps_it_whole(tmp_path: P
         warning = session.window_warning
         assert warning is not None and "request condensed to fit the budget" in warning
         assert "Why: no turn has ended yet" in warning
+        # another request with more condensed: the same cause, no second event
+        session.add_user("and the tenth file?")
+        session.build_request()
+        assert sum(1 for e in session.events if e.startswith("⚠ request condensed")) == 1
         stored = host.store.history_reader(session.id).messages()
         assert {text_of(m) for m in stored if m.get("role") == "tool"} == set(big.values())
     finally:

@@ -69,7 +69,11 @@ class ChatController:
         is capped there, issue 28)."""
         model = self.host.config.model
         reserved = reply_reservation(model.context_length, model.max_output_tokens)
-        return reserved or min(DEFAULT_MAX_TOKENS, max(1, model.context_length // 2))
+        if reserved:
+            return reserved
+        # max_output_tokens 0 reserves nothing: the reply gets what the request left
+        room = model.context_length - (self.session.last_request_tokens or 0)
+        return max(1, min(DEFAULT_MAX_TOKENS, room))
 
     # -- input ----------------------------------------------------------------------------
 

@@ -63,6 +63,7 @@ class _Conversation:
         self.known_ids: set[str] = set()
         self.seen: list[str] = []  # canonical forms of the mirrored messages, in order
         self.stored: dict[str, str] = {}  # LangChain id -> canonical form as stored
+        self.window_forms: dict[int, tuple[Message, str]] = {}  # the window's, by object
         host = session.host
         rows = sorted(
             (row for sid in host.store.lineage(session.id) for row in host.store.all_messages(sid)),
@@ -244,12 +245,18 @@ class LangChainWindow:
                   if m.get("role") != "system" or ID_KEY in m]
         plain = [{k: v for k, v in m.items() if not k.startswith("_")} for m in window]
         originals: list[BaseMessage | None] = []
+        forms: dict[int, tuple[Message, str]] = {}  # the session reuses unchanged messages
         for m in window:
             lc_id = m.get(ID_KEY)
             original = by_id.get(lc_id) if isinstance(lc_id, str) else None
-            if original is not None and conversation.stored.get(str(lc_id)) != _canonical(m):
-                original = None  # rewritten since it was stored
+            if original is not None:
+                hit = conversation.window_forms.get(id(m))
+                form = hit[1] if hit is not None and hit[0] is m else _canonical(m)
+                forms[id(m)] = (m, form)
+                if conversation.stored.get(str(lc_id)) != form:
+                    original = None  # rewritten since it was stored
             originals.append(original)
+        conversation.window_forms = forms
         by_canon: dict[str, list[BaseMessage]] | None = None  # built only when needed
         out: list[BaseMessage] = []
         j = 0

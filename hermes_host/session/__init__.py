@@ -100,6 +100,7 @@ class Session:
         """What the request bound did to the last request (``None``: it fit as it was)."""
         self.last_request_tokens: int | None = None
         """Host-counted tokens of the last request built, after the request bound."""
+        self._warned_cause: str | None = None  # the request bound's last warned cause
         self.last_decision: tuple[CompressDecision, str] | None = None  # end_turn's, for status
         self.turns_ended = 0
         """How many times :meth:`end_turn` (or :meth:`should_compress`, for a framework that

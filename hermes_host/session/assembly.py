@@ -21,6 +21,7 @@ from hermes_host.models import (
     SelectRequest,
     SelectResult,
 )
+from hermes_host.redact import redact
 from hermes_host.session.bound import fit, request_budget
 from hermes_host.session.window import (
     _needs_merge,
@@ -69,39 +70,46 @@ def check_fits(session: Session, request: list[Message], *, unchanged: bool) -> 
     if condensed is None:
         session.window_warning = None
         return fitted
-    cause = over_budget_cause(session)
+    key, cause = over_budget_cause(session)
     warning = f"{condensed.describe()}. Why: {cause}"
-    if session.window_warning is None or not session.window_warning.endswith(cause):
+    if session.window_warning is None or session._warned_cause != key:
         session._emit(session.events, "⚠ " + warning)  # once per cause, not every request
+    session._warned_cause = key
     session.window_warning = warning
-    log.warning("session %s: %s", session.id, warning)
+    log.warning("session %s: %s", session.id, redact(warning))
     return fitted
 
 
-def over_budget_cause(session: Session) -> str:
-    """Why the window was over the request budget when a request was built: the real cause,
-    as far as the session knows it (issue 28)."""
-    guards = session._guards()
-    left = guard_rules.cooldown_left(guards)
+def over_budget_cause(session: Session) -> tuple[str, str]:
+    """``(key, text)``: why the window was over the request budget when a request was built
+    — the real cause, as far as the session knows it (issue 28).  ``key`` names the cause
+    (the text carries figures that change from request to request)."""
+    try:
+        left = guard_rules.cooldown_left(session._guards())
+    except StoreError:  # the warning must not turn a request into an exception
+        left = None
     if left is not None:
-        return (f"the summariser failed and is cooling down ({left} s left); the offline "
-                "summariser compresses meanwhile")
+        return "cooldown", (f"the summariser failed and is cooling down ({left} s left); the "
+                            "offline summariser compresses meanwhile")
     if not session.turns_ended or session.last_decision is None:
-        return ("no turn has ended yet: is end_turn() called after each turn? Compression "
-                "runs there")
+        return "no_turn", ("no turn has ended yet: is end_turn() called after each turn? "
+                           "Compression runs there")
     decision, decided_by = session.last_decision
     reason = decision.reason or ""
     if reason in ("ineffective", "fallback_streak"):
-        return (f"automatic compression is paused ({reason}: the last compressions freed "
-                "too little) until the window grows past the request budget")
+        return reason, (f"automatic compression is paused ({reason}: the last compressions "
+                        "freed too little) until the window grows past the request budget")
     if reason.startswith(("futile", "not worth")):
-        return reason
+        return reason.split(":")[0], reason
     if not decision.compress and reason == "below_threshold":
-        return ("the newest messages grew past the budget within one turn (below the "
-                f"trigger of {decision.threshold_tokens or 0:,} tokens at the last end_turn, "
-                f"decided by {decided_by})")
-    return ("compression could not bring the window under the budget: the newest turn "
-            "(kept whole by compression) is larger than the budget allows")
+        return "one_turn", (
+            "the newest messages grew past the budget within one turn (below the trigger of "
+            f"{decision.threshold_tokens or 0:,} tokens at the last end_turn, decided by "
+            f"{decided_by})"
+        )
+    return "newest_turn", ("compression could not bring the window under the budget: the "
+                           "newest turn (kept whole by compression) is larger than the "
+                           "budget allows")
 
 
 def select(session: Session, base: list[Message]) -> list[Message]:

@@ -27,8 +27,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_host.messages import text_of
+from hermes_host.messages import is_summary, text_of
 from hermes_host.models import Message
+from hermes_host.tokens import count_text
 
 __all__ = ["MIN_EXCERPT_CHARS", "Condensed", "fit", "reply_reservation", "request_budget"]
 
@@ -87,7 +88,8 @@ class Condensed:
         )
         tail = "; the store keeps every original whole"
         if not self.fits:
-            tail += "; it still does not fit: the system prompt and newest turn alone exceed it"
+            tail += ("; it still does not fit: what is left (the system prompt, the newest "
+                     "turn's tool-call arguments or non-text parts) exceeds it")
         return head + (": " + ", ".join(done) if done else "") + tail
 
     def as_dict(self) -> dict[str, Any]:
@@ -162,6 +164,31 @@ def _with_text(message: Message, text: str) -> Message:
     return new
 
 
+def _longest_text(message: Message) -> tuple[str, int | None]:
+    """The text to excerpt: the content when it is a string, else the longest text part of
+    a list of parts (with its index); ``("", None)`` when there is none."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content, None
+    best, at = "", None
+    if isinstance(content, list):
+        for j, part in enumerate(content):
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                if len(part["text"]) > len(best):
+                    best, at = part["text"], j
+    return best, at
+
+
+def _with_part(message: Message, text: str, at: int | None) -> Message:
+    if at is None:
+        return _with_text(message, text)
+    parts = list(message["content"])
+    parts[at] = {**parts[at], "text": text}
+    new = dict(message)
+    new["content"] = parts
+    return new
+
+
 def fit(
     request: Sequence[Message],
     budget: int,
@@ -171,10 +198,13 @@ def fit(
 ) -> tuple[list[Message], Condensed | None]:
     """``request`` condensed until it is at most ``budget`` tokens (see the module docstring);
     ``(request, None)`` when it fits as it is.  ``tokens`` is its count when the caller has
-    it.  Never changes a message in place: condensed messages are new dicts."""
+    it (a request that fits then costs nothing more).  Never changes a message in place:
+    condensed messages are new dicts."""
     out = list(request)
+    if tokens is not None and tokens <= budget:
+        return out, None
     counts = [count(m) for m in out]
-    total = sum(counts) if tokens is None else tokens
+    total = sum(counts)
     if total <= budget:
         return out, None
     report = Condensed(budget=budget, tokens_before=total, tokens_after=total)
@@ -198,28 +228,30 @@ def fit(
         if count(_with_text(message, line)) < counts[i]:
             replace(i, _with_text(message, line))
             report.one_liners += 1
-    # 2. the remaining tool outputs, largest first, and 3. other long texts, oldest first
+    # 2. the remaining tool outputs, and 3. other long texts (the summary block last),
+    # each largest first: the one large message is cut before many small ones are
     tools = sorted((i for i, m in enumerate(out) if m.get("role") == "tool"),
                    key=lambda i: -counts[i])
-    others = [i for i, m in enumerate(out)
-              if m.get("role") in ("user", "assistant") and isinstance(m.get("content"), str)]
+    others = sorted((i for i, m in enumerate(out) if m.get("role") in ("user", "assistant")),
+                    key=lambda i: (is_summary(out[i]), -counts[i]))
     for indexes, is_tool in ((tools, True), (others, False)):
         for i in indexes:
             if total <= budget:
                 break
             message = out[i]
-            text = text_of(message) if is_tool else str(message.get("content") or "")
-            if len(text) <= MIN_EXCERPT_CHARS or not isinstance(message.get("content"), str):
+            text, at = _longest_text(message)
+            if len(text) <= MIN_EXCERPT_CHARS:
                 continue
             # keep the share of the text that brings the request down to the budget
             over = total - budget
-            chars_per_token = len(text) / max(1, counts[i])
+            chars_per_token = len(text) / max(1, count_text(text))
             keep = int(len(text) - (over + 60) * chars_per_token)
             call = message.get("tool_call_id")
             where = f"this output (tool call {call})" if is_tool and call else "this message"
             condensed = _excerpt(text, keep, where)
-            if condensed != text and count(_with_text(message, condensed)) < counts[i]:
-                replace(i, _with_text(message, condensed))
+            new = _with_part(message, condensed, at)
+            if condensed != text and count(new) < counts[i]:
+                replace(i, new)
                 if is_tool:
                     report.excerpts += 1
                 else:

@@ -50,6 +50,7 @@ from hermes_host.messages import (
 )
 from hermes_host.models import CompressRequest, CompressResult, Message, SummaryOutcome
 from hermes_host.redact import redact, redacted_for_reading, redaction_memo
+from hermes_host.session.bound import request_budget
 from hermes_host.tokens import count_text
 
 from hermes_compressor.boundaries import (
@@ -187,7 +188,10 @@ def _compress_window(
     threshold = threshold_tokens(
         settings, request.context_length, request.model, request.max_output_tokens
     )
-    budget = tail_budget(settings, threshold)
+    # what a compression may leave: compression.target_percent of the trigger, the tail
+    # summary_target_ratio of that (R-4.5's threshold × ratio when target_percent is 1)
+    target = int(threshold * settings.target_percent)
+    budget = tail_budget(settings, target)
     head_end = head_size(work, first_round=first_round, protect_first_n=settings.protect_first_n)
     floor = min(settings.protect_last_n, options.max_tail_message_floor)
     cut = find_cut(
@@ -225,7 +229,6 @@ def _compress_window(
     llm_primary = not cooling and _calls_llm(summarizers)
     # what stays verbatim: the target leaves the summary what head and tail do not take
     kept_tokens = sum(count(m) for m in head) + sum(count(m) for m in tail)
-    target = int(threshold * settings.target_percent)
     max_summary = summary_ceiling(
         request.context_length,
         options,
@@ -284,13 +287,20 @@ def _compress_window(
             memory_context=redact(request.memory_context) if request.memory_context else None,
             today=request.today,
             budget_tokens=tokens,
-            max_tokens=cap or max(tokens, min(request.summarizer.max_tokens, max_summary * 2)),
+            # never more than what the summary replaces (issue 28)
+            max_tokens=cap or min(
+                max(tokens, min(request.summarizer.max_tokens, max_summary * 2)),
+                max(tokens, replaced),
+            ),
             metadata={
                 "session_id": request.session_id,
                 "round": "first" if first_round else "update",
             },
         )
-        if request.summarizer.continuation and cap is None:  # not for micro-compaction
+        budget_now = request_budget(request.context_length, request.max_output_tokens)
+        if (request.summarizer.continuation and cap is None  # not for micro-compaction
+                and request.current_tokens <= budget_now):
+            # only a window the last chat request sent whole is a prefix the provider holds
             # the last chat request again, one instruction appended: a prompt-caching
             # provider bills the prefix as a cache read (issue 28)
             job.prefix = sanitize_for_wire(request.messages)
@@ -344,6 +354,10 @@ def _compress_window(
             seen_text=seen,
         )
         body = ensure_latest_request(body, latest)
+        written = count_text(body)
+        if written > replaced:  # a summary is never larger than what it replaces
+            body = body[: max(1, len(body) * replaced // written)].rstrip()
+            extra = [*extra, f"summary clipped to the {replaced:,} tokens it replaces"]
         # what an LLM summariser is (or would be) billed for this summary: the cost model's
         # input, counted also when the offline summariser wrote it (issue 28)
         if job.continuation:  # the prefix is the last chat request: a cache read

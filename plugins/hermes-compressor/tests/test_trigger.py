@@ -99,6 +99,15 @@ def test_r5_1_a_cooldown_does_not_stop_the_trigger() -> None:
         request=should_request(1_000, context_length=LARGE, guards=cooling)
     )
     assert below.compress is False and below.reason == "below_threshold"
+    forced = engine.should_compress(
+        request=should_request(1_000, context_length=LARGE, guards=cooling, force=True)
+    )
+    assert forced.compress is True
+    expired = guards(now=now + 43, cooldown_until=now + 42.2)
+    later = engine.should_compress(
+        request=should_request(600_000, context_length=LARGE, guards=expired)
+    )
+    assert later.compress is True
 
 @pytest.mark.parametrize(
     ("ineffective", "fallbacks", "blocked"),

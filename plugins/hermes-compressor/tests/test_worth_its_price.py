@@ -98,22 +98,26 @@ def test_r_6_2_a_short_chat_keeps_its_protected_first_message() -> None:
                    {"role": "assistant", "content": f"answer {i}: " + "because " * 300}]
     result = engine.compress(request=compress_request(window, engine=engine, force=True))
     assert result is not None
-    if result.outcome == "noop":
-        assert llm.jobs == []
-    else:
-        kept = [m for m in result.messages if not is_summary(m)]
-        assert kept[1] == window[1], "the protected first message was summarised"
+    # head (system + 3) and tail (3) leave no middle: a no-op that says so, no call — the
+    # head used to shrink to the system prompt, summarising the first question
+    assert result.outcome == "noop" and llm.jobs == []
+    assert result.notes[-1].startswith("too few messages to compress")
+    assert result.messages[1] == window[1]
 
 
 def test_a_summary_is_never_larger_than_what_it_replaces() -> None:
-    engine, llm = _engine()
+    """Even when the summariser writes more than asked, what lands in the window is no
+    larger than the middle it replaces, and the LLM is not allowed to emit more."""
+    verbose = RecordingSummarizer(text=lambda job: "## Goal\n" + "word " * 5000)
+    engine = Compressor(summarizer=verbose, fallback=RecordingSummarizer(calls_llm=False))
     window = conversation(12, output_chars=300)
     result = engine.compress(request=compress_request(window, engine=engine, force=True))
-    assert result is not None
-    if llm.jobs:
-        job = llm.jobs[0]
-        replaced = sum(engine.count(m) for m in job.messages)
-        assert job.budget_tokens <= replaced
+    assert result is not None and result.outcome == "summarised", result.notes
+    job = verbose.jobs[0]
+    replaced = sum(engine.count(m) for m in job.messages)
+    assert job.max_tokens <= max(job.budget_tokens, replaced)
+    assert result.summary_output_tokens <= replaced
+    assert any(n.startswith("summary clipped to the") for n in result.notes)
 
 
 def test_the_futility_guard_says_no_when_the_system_prompt_alone_meets_the_trigger() -> None:
