@@ -14,7 +14,7 @@ from compressor_helpers import (
     conversation,
     should_request,
 )
-from hermes_host.messages import is_summary, text_of
+from hermes_host.messages import text_of
 from hermes_host.models import CompressionSettings, Message
 
 from hermes_compressor import Compressor
