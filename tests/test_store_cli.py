@@ -44,7 +44,8 @@ def test_list_json_and_table(populated: tuple[Path, str, str]) -> None:
     assert listed[0]["rotations"] == 1 and listed[0]["sessions"] == 2
     table = run("sessions", "list", "--store", str(db))
     assert table.exit_code == 0 and "demo #2" in table.output
-    assert "ended: compression" not in table.output and "rotations" in table.output
+    assert "ended: compression" not in table.output and "sessions" in table.output
+    assert root in table.output  # the conversation id, which every command accepts (issue 30)
 
 
 def test_list_groups_a_long_lineage_into_one_conversation(tmp_path: Path) -> None:
@@ -84,8 +85,8 @@ def test_export_writes_the_system_prompt_and_lineage_exports_the_conversation(
     store.append_messages(child, later)
     store.close()
 
-    plain = [json.loads(x) for x in run("sessions", "export", child, "--store", str(db)
-                                        ).output.splitlines()]
+    plain = [json.loads(x) for x in run("sessions", "export", child, "--only-session",
+                                        "--store", str(db)).output.splitlines()]
     assert plain[0] == {"role": "system", "content": "You are a careful agent."}
     assert plain[1:] == window + later
     whole = [json.loads(x) for x in run("sessions", "export", root.id, "--lineage",
@@ -99,6 +100,9 @@ def test_export_writes_the_system_prompt_and_lineage_exports_the_conversation(
     live = [json.loads(x) for x in run("sessions", "export", root.id, "--lineage",
                                        "--active-only", "--store", str(db)).output.splitlines()]
     assert live == plain
+    default = [json.loads(x) for x in run("sessions", "export", root.id, "--store", str(db)
+                                          ).output.splitlines()]
+    assert default == whole  # the whole conversation is the default since issue 30
 
 
 def test_list_uses_configured_store(populated: tuple[Path, str, str], tmp_path: Path) -> None:
@@ -158,12 +162,15 @@ def test_lineage_root_first(populated: tuple[Path, str, str]) -> None:
     assert table.exit_code == 0 and root in table.output
 
 
-def test_unknown_session_exit_1_with_message(populated: tuple[Path, str, str]) -> None:
+def test_unknown_session_exit_2_with_message(populated: tuple[Path, str, str]) -> None:
+    """An unknown name is bad input: exit 2 (it was 1 until issue 30), naming what was tried
+    and how to list what exists."""
     db, _, _ = populated
     for command in ("show", "lineage", "export"):
         result = run("sessions", command, "nope", "--store", str(db))
-        assert result.exit_code == 1, (command, result.output)
-        assert "no session with id or title 'nope'" in result.output
+        assert result.exit_code == 2, (command, result.output)
+        assert "no conversation or session 'nope'" in result.output
+        assert "sessions list" in result.output
         assert "Traceback" not in result.output
 
 
@@ -200,10 +207,15 @@ def test_export_import_round_trip_is_verbatim(tmp_path: Path) -> None:
 
 
 def test_export_json_wraps_session_and_messages(populated: tuple[Path, str, str]) -> None:
-    db, root, _ = populated
-    result = run("sessions", "export", root, "--store", str(db), "--json")
+    db, root, child = populated
+    result = run("sessions", "export", root, "--store", str(db), "--json", "--only-session")
     payload = json.loads(result.output)
     assert payload["session"]["id"] == root and len(payload["messages"]) == 13
+    assert "conversation_id" not in payload
+    whole = json.loads(run("sessions", "export", root, "--store", str(db), "--json").output)
+    assert whole["session"]["id"] == child and whole["conversation_id"] == root
+    assert [s["id"] for s in whole["sessions"]] == [root, child]
+    assert len(whole["messages"]) > 13
 
 
 @pytest.mark.parametrize(

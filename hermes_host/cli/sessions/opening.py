@@ -14,6 +14,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from hermes_host.store import SessionNotFoundError, StateStore, StoreError, open_store, store_file
+from hermes_host.store.conversations import ConversationRef, find_conversation
 from hermes_host.store.registry import load_store_class, url_scheme
 from hermes_host.store.sqlite import check_location
 
@@ -42,8 +43,28 @@ def _common(fn: F) -> F:
 
 
 def fail(exc: Exception | str) -> NoReturn:
-    code = 1 if isinstance(exc, SessionNotFoundError) else 2
-    _fail(f"error: {exc}", code)
+    """``error: …`` on stderr and exit 2 — an unknown session or conversation too (issue 30:
+    it was exit 1, which no other command used for bad input)."""
+    _fail(f"error: {exc}", 2)
+
+
+def only_session_option(fn: F) -> F:
+    """``--only-session``: act on the one session named, not its whole conversation."""
+    return click.option(
+        "--only-session",
+        is_flag=True,
+        help="Only the session named (an id; for a title or `last` the newest session of "
+        "the conversation), not the whole conversation it belongs to.",
+    )(fn)
+
+
+def find(store: StateStore, by: str) -> ConversationRef:
+    """The conversation ``by`` names (a conversation id, any session id of it, a title or
+    ``last``), or exit 2 saying what was tried and how to list what exists."""
+    try:
+        return find_conversation(store, by)
+    except SessionNotFoundError as exc:
+        fail(exc)
 
 
 def _resolve_path(store_path: str | None, config_path: Path | None) -> tuple[str, float]:

@@ -17,7 +17,7 @@ from hermes_host.transcripts import (
     read_text,
 )
 
-from .opening import _common, _dumps_line, _opened, fail
+from .opening import _common, _dumps_line, _opened, fail, find, only_session_option
 
 __all__ = ["export_cmd", "import_cmd"]
 
@@ -28,10 +28,10 @@ __all__ = ["export_cmd", "import_cmd"]
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write to this file instead of stdout.")
 @click.option("--active-only", is_flag=True,
-              help="Only the window (active rows), not archived history.")
+              help="Only the live window (active rows), not archived history.")
+@only_session_option
 @click.option("--lineage", "whole", is_flag=True,
-              help="The whole conversation: every session its rotations made, each stored "
-              "message once, in the order written (with --active-only: its live window).")
+              help="The whole conversation (the default; kept for scripts that pass it).")
 def export_cmd(
     store_path: str | None,
     config_path: Path | None,
@@ -39,40 +39,40 @@ def export_cmd(
     session: str,
     output: Path | None,
     active_only: bool,
+    only_session: bool,
     whole: bool,
 ) -> None:
-    """Every stored message of SESSION as OpenAI-format JSONL, verbatim (``_`` metadata
-    included), the system prompt first.  With ``--json``: one object with the session (or
-    with ``--lineage`` the conversation's sessions) and the messages."""
+    """Every stored message of a conversation (by conversation id, the id of any of its
+    sessions, a title or ``last``) as OpenAI-format JSONL, verbatim (``_`` metadata
+    included), the system prompt first: every session its rotations made, each message
+    once, in the order written (with ``--active-only``: its live window).
+    ``--only-session``: the rows of the one session named.  With ``--json``: one object
+    with ``session`` (the newest session, or the one named), for a conversation also
+    ``conversation_id`` and ``sessions``, and ``messages``."""
+    if only_session and whole:
+        fail("--lineage (the whole conversation) and --only-session contradict each other")
     with _opened(store_path, config_path, create=False) as store:
-        found = store.resume(session)
-        members = [found]
-        if whole:
-            tip = store.get_session(store.window_marker(found.id).session_id)
-            members = [
-                row for row in (store.get_session(sid) for sid in store.lineage(tip.id))
-                if row.conversation_id == tip.conversation_id
-            ]
-            if active_only:
-                members = [tip]
+        ref = find(store, session)
+        found = ref.session if only_session else ref.tip
+        members = [found] if only_session or active_only else ref.sessions
         rows = [
             r for member in members
             for r in store.all_messages(member.id, include_inactive=not active_only)
         ]
-    if whole and not active_only:
+    if not only_session and not active_only:
         rows.sort(key=lambda r: r.id)  # each row once, in the order it was written
     messages = [r.message for r in rows]
-    labels = [f"message #{r.id} of {found.id}" for r in rows]
+    labels = [f"message #{r.id} of {r.session_id}" for r in rows]
     prompt = next((m.system_prompt for m in members if m.system_prompt), None)
     if prompt and not (messages and messages[0].get("role") == "system"):
         messages.insert(0, {"role": "system", "content": prompt})  # kept off the rows
-        labels.insert(0, f"the system prompt of {found.id}")
+        labels.insert(0, f"the system prompt of {members[0].id}")
     lines = [_dumps_line(m, what) + "\n" for m, what in zip(messages, labels, strict=True)]
     if as_json:
         head: dict[str, Any] = {"session": found.to_dict()}
-        if whole:
-            head = {"conversation_id": members[-1].conversation_id,
-                    "sessions": [m.to_dict() for m in members]}
+        if not only_session:
+            head.update({"conversation_id": ref.id,
+                         "sessions": [m.to_dict() for m in ref.sessions]})
         text = _dumps_line({**head, "messages": messages}) + "\n"
     else:
         text = "".join(lines)
@@ -83,7 +83,7 @@ def export_cmd(
         output.write_text(text, encoding="utf-8")
     except OSError as exc:
         fail(f"{output}: cannot write the export: {exc.strerror or exc}")
-    what = f"conversation {members[-1].conversation_id}" if whole else found.id
+    what = found.id if only_session else f"conversation {ref.id}"
     click.echo(f"Exported {len(messages)} messages of {what} to {output}", err=True)
 
 
