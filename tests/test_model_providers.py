@@ -188,13 +188,17 @@ def test_engines_list_and_doctor_show_the_model_providers(tmp_path: Path,
     # no key and no base_url: a warning naming the variable, and the offline fallback
     assert checks["summarizer"]["status"] == "warn"
     assert "set OPENAI_API_KEY" in checks["summarizer"]["detail"]
-    assert checks["chat model"]["detail"] == "openai (model gpt-4o)"
+    # hermes-host chat would not start without the key either (issue 30)
+    assert checks["chat model"]["status"] == "warn"
+    assert "set OPENAI_API_KEY" in checks["chat model"]["detail"]
     assert "o200k_base" in checks["tokenizer"]["detail"]
     monkeypatch.setenv("OPENAI_API_KEY", "sk-doctor-test")
     doctor = CliRunner().invoke(cli, ["doctor", "--json", "--config", str(config)])
     checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
     assert checks["summarizer"] == {"name": "summarizer", "status": "ok",
                                     "detail": "openai (model gpt-4o-mini)"}
+    assert checks["chat model"] == {"name": "chat model", "status": "ok",
+                                    "detail": "openai (model gpt-4o)"}
     assert "sk-doctor-test" not in doctor.stdout
 
 

@@ -1,9 +1,12 @@
 """``hermes-host doctor``: one screen that says whether this installation can run a session.
 
 Checks the config file, installed and selected plugins, the store (its path and, read-only,
-its schema version and contents), the tokenizer and the versions.  ``fail`` makes the exit
-status 1; ``warn`` (a missing memory provider, the token estimator instead of tiktoken) does
-not, because the host runs anyway.
+its schema version and contents), the summariser's and the chat model's provider (its key
+set; each configured ``base_url`` answering: a TCP connect by default, an HTTP request with
+``--probe``, nothing with ``--no-probe``), the tokenizer and the versions.  ``fail`` makes
+the exit status 1; ``warn`` (a missing memory provider, a summariser or chat model that would
+not work, the token estimator instead of tiktoken) does not, because sessions run anyway —
+the last line names each warning.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from hermes_host.tokens import encoding_info
 from .config_cmd import config_option, describe_selection, source_label
 from .config_cmd import console as make_console
 
-__all__ = ["Check", "doctor", "run_checks"]
+__all__ = ["Check", "ProbeMode", "doctor", "run_checks"]
 
 CheckStatus = Literal["ok", "warn", "fail"]
 _STYLE = {"ok": "green", "warn": "yellow", "fail": "red"}
@@ -127,29 +130,142 @@ def _provider_checks(cfg: HermesConfig) -> list[Check]:
     return checks
 
 
-def _model_checks(cfg: HermesConfig) -> list[Check]:
-    """The summariser's and the chat model's provider: installed, loads, key variable set.
-    Builds the summariser (no SDK import, no request); the chat model only by name."""
+QUICK_PROBE_SECONDS = 1.0
+"""Default probe: a TCP connect to each configured ``base_url`` within this time."""
+PROBE_SECONDS = 5.0
+"""``--probe``: an HTTP request to each configured ``base_url`` within this time."""
+
+ProbeMode = Literal["quick", "http", "off"]
+
+
+def _base_url(provider: str, configured: str | None) -> str | None:
+    """The endpoint a provider would call: the configured ``base_url``, else the provider's
+    own environment variable (``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``), as the SDKs do."""
+    if configured:
+        return configured
+    variable = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}.get(provider)
+    return (os.environ.get(variable) or None) if variable else None
+
+
+def _connect(url: str, mode: ProbeMode) -> None:
+    """Reach ``url``: a TCP connect (``quick``) or an HTTP GET without credentials whose
+    answer, any status, shows the server is there (``http``).  Raises when it does not."""
+    import socket
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("not an http(s) URL")
+    if mode == "quick":
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        socket.create_connection((parts.hostname, port), timeout=QUICK_PROBE_SECONDS).close()
+        return
+    try:
+        with urllib.request.urlopen(url, timeout=PROBE_SECONDS):  # http(s) only, no key
+            pass
+    except urllib.error.HTTPError:
+        return  # 401, 404…: the server answered
+
+
+def _why_unreachable(exc: BaseException, mode: ProbeMode) -> str:
+    import socket
+    import urllib.error
+
+    if isinstance(exc, urllib.error.URLError) and isinstance(exc.reason, BaseException):
+        exc = exc.reason
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, TimeoutError | socket.timeout):
+        seconds = QUICK_PROBE_SECONDS if mode == "quick" else PROBE_SECONDS
+        return f"no answer within {seconds:g}s" + (
+            " (doctor --probe waits longer)" if mode == "quick" else "")
+    if isinstance(exc, socket.gaierror):
+        return "host name not found"
+    return f"{type(exc).__name__}: {exc}".rstrip(": ")
+
+
+def _probe(url: str, mode: ProbeMode, seen: dict[str, str | None]) -> str | None:
+    """Why ``url`` does not answer, or ``None`` when it does (each URL probed once).  The
+    probe runs in a thread bounded by its time limit, so a slow name lookup cannot hang
+    doctor either; no key is ever sent."""
+    import threading
+
+    if url in seen:
+        return seen[url]
+    outcome: list[BaseException | None] = []
+
+    def attempt() -> None:
+        try:
+            _connect(url, mode)
+        except Exception as exc:
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    worker = threading.Thread(target=attempt, name="hermes-host-doctor-probe", daemon=True)
+    worker.start()
+    limit = QUICK_PROBE_SECONDS if mode == "quick" else PROBE_SECONDS
+    worker.join(limit + 1.0)
+    if not outcome:
+        outcome.append(TimeoutError())
+    error = outcome[0]
+    seen[url] = None if error is None else _why_unreachable(error, mode)
+    return seen[url]
+
+
+def _model_checks(cfg: HermesConfig, probe: ProbeMode = "quick") -> list[Check]:
+    """The summariser's and the chat model's provider: installed, loads, key variable set
+    (each built as a compression and ``hermes-host chat`` build it, without a request), and
+    each configured ``base_url`` answering (``probe``: a quick TCP connect, an HTTP request,
+    or ``off``).  Both are warnings: sessions run without them (the summary falls back to
+    the offline one; only ``hermes-host chat`` needs the chat model)."""
+    seen: dict[str, str | None] = {}
     settings = cfg.summarizer
     name = effective_provider(settings)
-    where = f"model {settings.model}" + (f" at {settings.base_url}" if settings.base_url else "")
+    url = _base_url(name, settings.base_url)
+    where = f"model {settings.model}" + (f" at {url}" if url else "")
     try:
         summarizer = summarizer_from_settings(settings)
-        summary = Check("summarizer", "ok", f"{name} ({where})" if summarizer.calls_llm
-                        else f"{name} (extractive, no network)")
     except SummaryError as exc:
         summary = Check("summarizer", "warn", f"{name}: {exc}; compressions use the offline "
                         "fallback summary")
+    else:
+        down = _probe(url, probe, seen) if url and probe != "off" and summarizer.calls_llm \
+            else None
+        if not summarizer.calls_llm:
+            summary = Check("summarizer", "ok", f"{name} (extractive, no network)")
+        elif down:
+            summary = Check("summarizer", "warn", f"{name} ({where}): {url} does not answer "
+                            f"({down}); compressions use the offline fallback summary")
+        else:
+            summary = Check("summarizer", "ok", f"{name} ({where}"
+                            + ("; answers" if url and probe != "off" else "") + ")")
+
+    model = cfg.model
+    url = _base_url(model.provider, model.base_url)
+    where = f"{model.provider} (model {model.name}" + (f" at {url}" if url else "")
     try:
-        load_provider(cfg.model.provider)
-        chat = Check("chat model", "ok", f"{cfg.model.provider} (model {cfg.model.name}"
-                     + (f" at {cfg.model.base_url}" if cfg.model.base_url else "") + ")")
-    except SummaryError as exc:
-        chat = Check("chat model", "warn", f"model.provider: {exc}")
+        chat_model = load_provider(model.provider).chat_model(model, os.environ)
+    except Exception as exc:  # ProviderError (unknown provider, missing key), a missing SDK
+        why = str(exc) if isinstance(exc, SummaryError) else f"{type(exc).__name__}: {exc}"
+        chat = Check("chat model", "warn", f"hermes-host chat would not start: {why}")
+    else:
+        close = getattr(chat_model, "close", None)
+        if callable(close):
+            close()
+        down = _probe(url, probe, seen) if url and probe != "off" else None
+        if down:
+            chat = Check("chat model", "warn", f"{where}): {url} does not answer ({down}); "
+                         "hermes-host chat would fail")
+        else:
+            chat = Check("chat model", "ok", where
+                         + ("; answers" if url and probe != "off" else "") + ")")
     return [summary, chat]
 
 
-def run_checks(config_path: Path | None) -> list[Check]:
+def run_checks(config_path: Path | None, probe: ProbeMode = "quick") -> list[Check]:
     """Every doctor check, in display order; never raises for a user problem."""
     checks: list[Check] = []
     path = find_config_path(config_path)
@@ -207,7 +323,7 @@ def run_checks(config_path: Path | None) -> list[Check]:
                 checks.append(Check("store", "ok" if ok else "fail", f"{store} ({state}); {why}"))
                 if store.is_file() and store.stat().st_size:
                     checks.append(_store_contents(store))
-        checks.extend(_model_checks(cfg))
+        checks.extend(_model_checks(cfg, probe))
 
     model = cfg.model.name if cfg is not None else None
     tok = encoding_info(model)
@@ -232,11 +348,25 @@ def run_checks(config_path: Path | None) -> list[Check]:
 @click.command("doctor")
 @config_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def doctor(config_path: Path | None, as_json: bool) -> None:
+@click.option(
+    "--probe/--no-probe",
+    default=None,
+    help="--probe: an HTTP request (no key sent, any answer counts, 5s) to each configured "
+    "base_url of the summariser and the chat model; --no-probe: no network at all.  "
+    "Default: a TCP connect within 1s.",
+)
+def doctor(config_path: Path | None, as_json: bool, probe: bool | None) -> None:
     """Check config, plugins, store (path, schema, contents; read-only) and tokenizer; exit 0
-    if healthy, else 1."""
-    checks = run_checks(config_path)
+    if healthy, else 1.
+
+    Also the summariser's and the chat model's provider: the key each needs is set, and each
+    configured base_url answers.  A problem there is a warning, not a failure (sessions run
+    without them: the summary falls back to the offline one, only hermes-host chat needs the
+    chat model); the last line names every warning."""
+    mode: ProbeMode = "quick" if probe is None else "http" if probe else "off"
+    checks = run_checks(config_path, mode)
     healthy = all(c.status != "fail" for c in checks)
+    warned = [c.name for c in checks if c.status == "warn"]
     if as_json:
         click.echo(
             json.dumps(
@@ -255,6 +385,9 @@ def doctor(config_path: Path | None, as_json: bool) -> None:
         for c in checks:
             table.add_row(c.name, Text(c.status, style=_STYLE[c.status]), Text(c.detail))
         console.print(table)
-        console.print(Text("healthy" if healthy else "problems found", style=_STYLE[
-            "ok" if healthy else "fail"]))
+        verdict = "healthy" if healthy else "problems found"
+        if healthy and warned:
+            verdict += f", with {len(warned)} warning{'s' * (len(warned) != 1)}: " + ", ".join(
+                warned)
+        console.print(Text(verdict, style=_STYLE["ok" if healthy else "fail"]))
     sys.exit(0 if healthy else 1)
