@@ -130,6 +130,10 @@ class ReplayResult:
     events: list[str] = field(default_factory=list)
     engine_problems: list[HookHealth] = field(default_factory=list)
     """Per engine and hook that went wrong during the replay (see the module docstring)."""
+    threshold_tokens: int | None = None
+    """The trigger threshold of the last ``end_turn`` decision that stated one (the
+    ``threshold_tokens`` of :meth:`Session.status`): a window above it starts a compression
+    attempt."""
 
     @property
     def committed(self) -> list[CompressionRecord]:
@@ -149,6 +153,7 @@ class ReplayResult:
             "steps": self.steps,
             "messages": self.messages,
             "context_length": self.context_length,
+            "threshold_tokens": self.threshold_tokens,
             "compressions": [c.as_dict() for c in self.compressions],
             "committed_compressions": len(self.committed),
             "llm_calls": self.llm_calls,
@@ -230,6 +235,7 @@ def _replay(
     ) if transcript.system_prompt else 0
     uncompressed: list[int] = []  # each request with no compression: the whole history
     over = 0
+    threshold: int | None = None
     for i, message in enumerate(messages):
         if message.get("role") == "assistant":
             request = session.build_request()
@@ -258,6 +264,8 @@ def _replay(
             steps += 1
             outcome = session.end_turn()
             series.append(outcome.window_tokens)
+            if outcome.decision.threshold_tokens is not None:
+                threshold = outcome.decision.threshold_tokens
             if outcome.compression is not None:
                 record = CompressionRecord.from_report(turn_of[i], steps, outcome.compression)
                 compressions.append(record)
@@ -306,4 +314,5 @@ def _replay(
         requests_over_budget=over,
         cost=cost,
         events=list(session.events),
+        threshold_tokens=threshold,
     )

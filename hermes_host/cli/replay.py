@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -30,6 +31,51 @@ from hermes_host.transcripts import TranscriptError, load_transcript
 from .config_cmd import config_option, fail, load_config_or_fail
 
 __all__ = ["replay", "with_context_length"]
+
+STATUS_MEANINGS: dict[str, str] = {
+    "committed": "published: the compressed window replaced the old one (a rotation gives the "
+    "session a new id; the store keeps every original message)",
+    "not_committed": "the attempt left the window as it was: nothing worth compressing, the "
+    "engine declined or failed, or its proposal would not have shrunk the window (the "
+    "guards count it, so the next attempts wait)",
+    "deferred": "another process held this session's compression lease, so this one did "
+    "nothing and left it to them",
+    "rejected": "the fence or the host refused the engine's proposal (it raised, timed out, "
+    "broke an invariant, or the store refused the publish): the session is unchanged",
+    "preview": "computed and shown, not published (compress with preview)",
+}
+"""What each compression status means, in plain words (the legend under the table)."""
+
+OUTCOME_MEANINGS: dict[str, str] = {
+    "summarised": "the summariser wrote a summary of the middle of the window (an LLM call, "
+    "or none with the offline summariser: see LLM calls)",
+    "fallback": "the summariser failed, so a deterministic offline summary was used instead "
+    "(the cooldown keeps it from being asked again at once)",
+    "dropped": "feasibility skip: after an ineffective attempt, the middle was too small to "
+    "be worth an LLM call, so it was summarised offline (no LLM call)",
+    "noop": "nothing worth compressing: too few messages outside the protected head and "
+    "tail, or the proposal would free too little of the window "
+    "(compression.min_saving_percent)",
+    "failed_transient": "the summariser failed for now (rate limit, 5xx, timeout, network): "
+    "the window is unchanged and a cooldown starts",
+    "failed_permanent": "the summariser failed for good (401/402/403, quota): the window is "
+    "unchanged, with no retry",
+    "aborted": "the summary failed and compression.abort_on_summary_failure kept the "
+    "original window",
+    "declined": "no engine proposed a compressed window",
+    "compression_deferred": "another process held the compression lease",
+    "timeout": "the compression pass ran past its time limit; its result was discarded",
+    "error": "the compress engine raised; the host kept the window",
+    "invalid": "the engine's proposal broke a window invariant; the fence refused it",
+    "no_engine": "no compress engine is selected (context.engine)",
+    "lease_lost": "another process took the compression lease before the publish",
+    "store_refused": "the store refused to publish the compressed window",
+    "window_changed": "another process changed the window while it was being compressed; "
+    "nothing was published",
+    "breaker_open": "the engine's circuit breaker is open after repeated failures, so it was "
+    "not asked",
+}
+"""What each compression outcome means, in plain words (the legend under the table)."""
 
 
 def with_context_length(config: HermesConfig, context_length: int | None) -> HermesConfig:
@@ -157,15 +203,18 @@ def _print_summary(result: ReplayResult) -> None:
     table = Table(title=f"replay of {Path(result.transcript).name}", show_header=False)
     table.add_column("", style="bold")
     table.add_column("")
-    committed = result.committed
     table.add_row(
         "turns / steps / messages", f"{result.turns} / {result.steps} / {result.messages}"
     )
     table.add_row("context length", f"{result.context_length:,} tokens")
+    threshold = result.threshold_tokens
     table.add_row(
-        "compressions",
-        f"{len(committed)} committed, {len(result.compressions) - len(committed)} other",
+        "threshold",
+        f"{threshold:,} tokens: a window over it starts a compression attempt at the end of "
+        "a step"
+        if threshold is not None else "none stated (the engines decided without one)",
     )
+    table.add_row("compressions", _compressions_line(result))
     table.add_row("LLM calls", str(result.llm_calls))
     cost = result.cost
     if cost:
@@ -223,8 +272,56 @@ def _print_summary(result: ReplayResult) -> None:
                 str(c.llm_calls),
             )
         out.print(detail)
+    _print_legend(out, result.compressions)
     for example in result.violation_examples:
         out.print(f"[red]violation[/] {example}")
+
+
+def _compressions_line(result: ReplayResult) -> str:
+    """``3 committed (2 summarised, 1 dropped), 6 not committed (6 noop)``."""
+    if not result.compressions:
+        return "none (the window never went over the threshold)"
+    by_status: dict[str, Counter[str]] = {}
+    for c in result.compressions:
+        by_status.setdefault(c.status, Counter())[c.outcome] += 1
+    order = [*STATUS_MEANINGS, *sorted(set(by_status) - set(STATUS_MEANINGS))]
+    parts = []
+    for status in order:
+        outcomes = by_status.get(status)
+        if outcomes:
+            detail = ", ".join(f"{n} {outcome}" for outcome, n in outcomes.most_common())
+            parts.append(f"{sum(outcomes.values())} {status.replace('_', ' ')} ({detail})")
+    return ", ".join(parts)
+
+
+_MAX_REASONS = 20
+
+
+def _print_legend(out: Console, compressions: list[CompressionRecord]) -> None:
+    """A line per status and outcome that occurred, in plain words; then why each attempt
+    that did not commit did not (whole lines, never wrapped)."""
+    if not compressions:
+        return
+    statuses = {c.status for c in compressions}
+    outcomes = {c.outcome for c in compressions}
+    words = [(s, STATUS_MEANINGS.get(s, "")) for s in STATUS_MEANINGS if s in statuses]
+    words += [(s, "") for s in sorted(statuses - set(STATUS_MEANINGS))]
+    words += [(o, OUTCOME_MEANINGS.get(o, "")) for o in OUTCOME_MEANINGS if o in outcomes]
+    words += [(o, "") for o in sorted(outcomes - set(OUTCOME_MEANINGS))]
+    width = max(len(name) for name, _ in words)
+    out.print("what the statuses and outcomes mean:", markup=False, highlight=False)
+    for name, meaning in words:
+        out.print(f"  {name:<{width}}  {meaning or 'reported by the engine; see its docs'}",
+                  markup=False, highlight=False, soft_wrap=True)
+    others = [c for c in compressions if c.status != "committed"]
+    for c in others[:_MAX_REASONS]:
+        reason = (c.message or "no reason given").removeprefix(
+            f"compression not committed ({c.outcome}); ")
+        out.print(f"turn {c.turn} step {c.step}: {c.status} ({c.outcome}): {reason}",
+                  markup=False, highlight=False, soft_wrap=True)
+    if len(others) > _MAX_REASONS:
+        out.print(f"… and {len(others) - _MAX_REASONS} more not committed (each with its "
+                  "reason in --json)", markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_problems(rows: list[HookHealth]) -> None:
