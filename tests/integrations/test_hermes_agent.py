@@ -382,6 +382,44 @@ def test_a_broken_hermes_host_config_is_said_and_hermes_still_answers_issue_18(
     assert agent.context_compressor.should_compress(10**6) is False
 
 
+def test_status_keeps_every_documented_key_and_says_why_when_disabled_issue_30(
+    rig: HermesRig, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A broken hermes-host config: code that follows the doc (``status["conversation_id"]``,
+    ``status["store"]``) does not raise KeyError, and ``error`` says why hermes-host is not
+    managing the context; a working one has the same keys with ``error`` None."""
+    from hermes_agent_hermes_host.status import STATUS_KEYS
+
+    unopened = HermesHostEngine().get_status()["hermes_host"]  # before any session
+    assert set(unopened) == set(STATUS_KEYS) and unopened["conversation_id"] is None
+    assert "Hermes has not started one" in unopened["error"]
+
+    rig.write_configs("""
+        context: {engine: compressor}
+        compression: {threshold_percent: 7}
+        """)
+    agent = rig.agent()
+    engine: HermesHostEngine = agent.context_compressor
+    run_turns(agent, range(1))
+    status = engine.get_status()["hermes_host"]
+    assert set(status) == set(STATUS_KEYS)
+    assert status["conversation_id"] is None and status["store"] is None
+    assert status["engine_problems"] == [] and status["lineage"] == []
+    assert "could not open the hermes-host session" in status["error"]
+    assert "threshold_percent" in status["error"]
+    assert "not managing Hermes' context" in status["error"]
+    capfd.readouterr()
+
+    rig.write_configs()  # a valid config: the next session opens, and the error is gone
+    working = rig.agent()
+    run_turns(working, range(1))
+    status = working.context_compressor.get_status()["hermes_host"]
+    assert set(status) == set(STATUS_KEYS)
+    assert status["error"] is None
+    assert status["conversation_id"] == working.session_id
+    assert status["store"].endswith("state.db")
+
+
 def test_a_model_switch_in_hermes_reaches_hermes_host_issue_18(rig: HermesRig) -> None:
     rig.write_configs("""
         context: {engine: compressor}

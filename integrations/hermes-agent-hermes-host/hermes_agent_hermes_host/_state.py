@@ -35,6 +35,7 @@ class _EngineState:
     _problems_seen: dict[tuple[str, str], int]
     _warned: set[str]
     _last_decision_reason: str | None
+    _disabled_reason: str | None
     last_report: dict[str, Any] | None
     compression_count: int
 

@@ -39,8 +39,11 @@ class _Sessions(_History):
                 self._start(session_id, kwargs)
             except Exception as exc:
                 self._session = None
+                self._disabled_reason = f"could not open the hermes-host session ({_short(exc)})"
                 self._warn(f"could not open the hermes-host session ({_short(exc)}); Hermes "
                            "goes on without hermes-host's context management this session")
+            else:
+                self._disabled_reason = None
 
     def _start(self, session_id: str, kwargs: Mapping[str, Any]) -> None:
         if kwargs.get("boundary_reason") == "compression" and self._session is not None:
