@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -33,6 +34,7 @@ from hermes_host.messages import (
     tool_call_ids,
     validate_messages,
 )
+from hermes_host.messages.invariants import MAX_MESSAGE_DEPTH
 from hermes_host.models import Message
 
 __all__ = [
@@ -97,7 +99,7 @@ class Transcript:
         return {"merged_adjacent": merges, "tool_pairs_repaired": fixes}
 
 
-MAX_JSON_DEPTH = 100
+MAX_JSON_DEPTH = MAX_MESSAGE_DEPTH
 """Deepest nesting of arrays and objects accepted in input JSON.  A real message is a few
 levels deep; thousands of levels are an attack on the parser (``RecursionError``) and on
 everything that walks a message later (copies, the store's codec, the wire)."""
@@ -123,6 +125,10 @@ def _finite_float(text: str) -> float:
     return value
 
 
+_TOO_LONG_INT = (
+    "an integer of more than {limit:,} digits is not accepted (Python's limit on converting "
+    "digits to a number)"
+)
 _TOO_DEEP = f"nested deeper than {MAX_JSON_DEPTH} levels of arrays and objects"
 
 
@@ -140,12 +146,17 @@ def _deeper_than(value: Any, limit: int) -> bool:
 
 def load_json(text: str) -> Any:
     """``json.loads`` for untrusted input: a :class:`JSONInputError` for ``NaN``,
-    ``Infinity``, out-of-range numbers and nesting deeper than :data:`MAX_JSON_DEPTH`
-    (``json.JSONDecodeError`` for broken syntax, as usual)."""
+    ``Infinity``, out-of-range numbers, integers longer than Python converts (4,300 digits by
+    default) and nesting deeper than :data:`MAX_JSON_DEPTH` (``json.JSONDecodeError`` for
+    broken syntax, as usual)."""
     try:
         value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except RecursionError:
         raise JSONInputError(_TOO_DEEP) from None
+    except (json.JSONDecodeError, JSONInputError):
+        raise
+    except ValueError:  # int(): "Exceeds the limit (4300 digits) for integer string conversion"
+        raise JSONInputError(_TOO_LONG_INT.format(limit=sys.get_int_max_str_digits())) from None
     # Nesting needs as many brackets: most text skips the walk.
     if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _deeper_than(value, MAX_JSON_DEPTH):
         raise JSONInputError(_TOO_DEEP)
@@ -161,7 +172,10 @@ def iter_jsonl_objects(
     raises ``on_error(line, reason)``: each reader (``replay``, the importers) turns it into
     its own exception type, while the wording of the reason stays the same everywhere.
     """
-    for number, line in enumerate(text.splitlines(), start=1):
+    # "\n" only (a "\r" before it dropped): str.splitlines() also breaks at U+2028, U+2029
+    # and U+0085, which JSON writers leave unescaped inside strings (ensure_ascii=False).
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         try:

@@ -116,7 +116,8 @@ def test_validate_messages_accepts_a_full_valid_window() -> None:
     validate_messages(
         [
             SYSTEM,
-            {"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image_url"}]},
+            {"role": "user", "content": [{"type": "text", "text": "look"},
+                                         {"type": "image_url", "image_url": {"url": "x.png"}}]},
             asks("c1"),
             result("c1"),
             assistant(),

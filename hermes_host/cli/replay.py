@@ -23,6 +23,7 @@ from rich.table import Table
 from hermes_host.config import HermesConfig
 from hermes_host.fence import HookHealth
 from hermes_host.host import ContextHost
+from hermes_host.messages import MessageError
 from hermes_host.plugins import PluginError
 from hermes_host.replay import CompressionRecord, ReplayResult, replay_transcript, sparkline
 from hermes_host.store import StoreError
@@ -180,13 +181,19 @@ def replay(
             result = replay_transcript(
                 host, parsed, title=title, on_step=on_step, on_compression=on_compression
             )
-    except StoreError as exc:
+    except (StoreError, MessageError) as exc:  # MessageError: e.g. a --title with no UTF-8 form
         fail(f"error: {exc}")
     finally:
         host.close()
 
     if as_json:
-        sys.stdout.write(json.dumps(result.as_dict(), ensure_ascii=False) + "\n")
+        line = json.dumps(result.as_dict(), ensure_ascii=False)
+        if not line.isascii():
+            try:
+                line.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate (a file name not in UTF-8): escape
+                line = json.dumps(result.as_dict(), ensure_ascii=True)
+        sys.stdout.write(line + "\n")
         if result.engine_problems:
             count = sum(row.problems for row in result.engine_problems)
             err.print(f"replay: {count} engine problem(s); see engine_problems in the JSON",

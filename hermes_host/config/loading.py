@@ -69,6 +69,11 @@ def read_config_data(path: str | os.PathLike[str] | None = None) -> Any:
         return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise ConfigError(f"{found}: not valid YAML: {_yaml_problem(exc)}", path=found) from None
+    except RecursionError:  # e.g. a long chain of aliases, each nesting the one before
+        raise ConfigError(
+            f"{found}: not valid YAML: nested too deeply (through anchors and aliases) to read",
+            path=found,
+        ) from None
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> HermesConfig:

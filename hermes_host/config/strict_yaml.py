@@ -8,16 +8,39 @@ import yaml
 
 from hermes_host.config.errors import _cut, _short
 
-__all__ = ["MAX_YAML_NODES"]
+__all__ = ["MAX_YAML_DEPTH", "MAX_YAML_NODES"]
 
 MAX_YAML_NODES = 10_000
 """A ``config.yaml`` may hold at most this many YAML nodes with every alias expanded: a
 "billion laughs" document of 1 KB would otherwise expand to a billion (issue 12)."""
 
 
+MAX_YAML_DEPTH = 100
+"""A ``config.yaml`` may nest mappings and lists at most this deep: PyYAML composes and
+constructs recursively, so a few hundred levels would end in ``RecursionError`` (issue 31);
+a real config is a few levels deep."""
+
+
 class _StrictLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that rejects a duplicate key in a mapping (naming both lines) and a
-    document that expands to more than :data:`MAX_YAML_NODES` nodes through its aliases."""
+    """``yaml.SafeLoader`` that rejects a duplicate key in a mapping (naming both lines), a
+    document nested deeper than :data:`MAX_YAML_DEPTH` and one that expands to more than
+    :data:`MAX_YAML_NODES` nodes through its aliases."""
+
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        if self._depth >= MAX_YAML_DEPTH:
+            raise yaml.composer.ComposerError(
+                None, None,
+                f"nested deeper than {MAX_YAML_DEPTH} levels of mappings and lists "
+                f"(refused; limit {MAX_YAML_DEPTH})",
+                self.peek_event().start_mark,  # type: ignore[no-untyped-call]
+            )
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
     def get_single_node(self) -> yaml.Node | None:
         node = super().get_single_node()

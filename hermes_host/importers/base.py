@@ -12,6 +12,7 @@ format module only has to *recognise* records.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -38,6 +39,10 @@ __all__ = [
     "iter_json_records",
     "read_text",
 ]
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATES_REPLACED = "lone surrogate (replaced by U+FFFD)"
 
 
 class TranscriptImportError(TranscriptError):
@@ -181,6 +186,9 @@ class TranscriptBuilder:
         """An assistant tool call; joins the current assistant message when it belongs to
         the same model response (or that message has text only and no response id)."""
         call_id = call_id or f"call_unnamed_{len(self._calls) + 1}"
+        if call_id in self._calls:  # its results could not be told apart
+            self.skipped["duplicate tool call id"] += 1
+            return
         call = {
             "id": call_id,
             "type": "function",
@@ -237,5 +245,24 @@ class TranscriptBuilder:
         if self._system:
             out.append({"role": "system", "content": "\n\n".join(self._system)})
         out.extend(self.messages)
+        out = [self._without_surrogates(m) for m in out]
         check_transcript(out, path, error=TranscriptImportError)  # what replay accepts
         return out
+
+    def _without_surrogates(self, value: Any) -> Any:
+        """``value`` with each lone surrogate (half of a UTF-16 pair, e.g. an emoji a
+        logger cut in two: ``"\\ud83d"``) replaced by U+FFFD, counted in ``skipped``.  Such
+        text has no UTF-8 form: the transcript could not be written, stored or sent, and
+        ``replay`` refuses it; an importer converts, so it repairs what it can."""
+        if isinstance(value, str):
+            if value.isascii():
+                return value
+            fixed, count = _SURROGATE.subn("\ufffd", value)
+            if count:
+                self.skipped[SURROGATES_REPLACED] += count
+            return fixed
+        if isinstance(value, dict):
+            return {k: self._without_surrogates(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._without_surrogates(v) for v in value]
+        return value

@@ -83,6 +83,9 @@ def _output_text(output: Any) -> str:
 
 def _item(builder: TranscriptBuilder, item: dict[str, Any], skipped: Counter[str]) -> None:
     kind = item.get("type")
+    if kind is not None and not isinstance(kind, str):
+        skipped[f"item whose type is a {type(kind).__name__}, not a string"] += 1
+        return
     if kind == "message":
         role = item.get("role")
         text = _parts_text(item.get("content"), skipped)
@@ -121,6 +124,9 @@ def import_codex(path: Path) -> ImportResult:
         value = record.value
         kind = value.get("type")
         payload = value.get("payload")
+        if kind is not None and not isinstance(kind, str):  # e.g. ["response_item"]
+            skipped[f"record whose type is a {type(kind).__name__}, not a string"] += 1
+            continue
         if kind == "response_item" and isinstance(payload, dict):
             _item(builder, payload, skipped)
         elif kind == "session_meta":

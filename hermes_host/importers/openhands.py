@@ -61,6 +61,12 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _event_key(value: Any) -> str | int | None:
+    """An event ``id`` / ``cause`` usable as a key: a string or an integer (a list or an
+    object there is malformed, and must not raise ``TypeError: unhashable``)."""
+    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
+
+
 def _metadata(event: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
     """(tool call id, function name, model response id) from ``tool_call_metadata``."""
     meta = event.get("tool_call_metadata")
@@ -79,7 +85,7 @@ class _Converter:
     def __init__(self, skipped: Counter[str]) -> None:
         self.skipped = skipped
         self.builder = TranscriptBuilder(skipped)
-        self.call_of_event: dict[Any, str] = {}
+        self.call_of_event: dict[str | int, str] = {}
 
     def action(self, event: dict[str, Any]) -> None:
         kind = _str(event.get("action"))
@@ -108,15 +114,17 @@ class _Converter:
                 k: v for k, v in args.items() if k not in _BOOKKEEPING_ARGS and v is not None
             }
             self.builder.tool_call(call_id, function or kind, arguments, response_id)
-            if "id" in event:
-                self.call_of_event[event["id"]] = call_id
+            key = _event_key(event.get("id"))
+            if key is not None:
+                self.call_of_event[key] = call_id
 
     def observation(self, event: dict[str, Any]) -> None:
         kind = _str(event.get("observation"))
         if kind in _SKIPPED_OBSERVATIONS:
             self.skipped[f"observation {kind}"] += 1
             return
-        call_id = self.call_of_event.get(event.get("cause"))
+        cause = _event_key(event.get("cause"))
+        call_id = self.call_of_event.get(cause) if cause is not None else None
         if call_id is None:
             call_id = _metadata(event)[0]
         if call_id is None:

@@ -87,6 +87,14 @@ def export_cmd(
     click.echo(f"Exported {len(messages)} messages of {what} to {output}", err=True)
 
 
+def _utf8_ok(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _read_jsonl(path: Path) -> tuple[list[Message], list[int]]:
     """Messages and the line number of each; exits 2 naming the line on bad input (the
     wording every transcript reader shares)."""
@@ -119,6 +127,10 @@ def import_cmd(
     """Store an OpenAI-format JSONL transcript as a new session, verbatim.  Each line is
     validated first, by the rules ``replay`` applies; an error names the line and nothing
     is stored."""
+    for option, value in (("--title", title), ("--source", source), ("--model", model),
+                          ("--cwd", cwd)):
+        if value is not None and not _utf8_ok(value):  # argv bytes that are not UTF-8
+            fail(f"{option} is not valid UTF-8 text (it cannot be stored)")
     messages, lines = _read_jsonl(file)
     try:
         check_transcript(messages, file, lines)  # what replay accepts, no more
