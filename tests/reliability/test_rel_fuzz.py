@@ -44,9 +44,12 @@ from hermes_host.messages import MessageError, check_invariants, validate_messag
 pytestmark = pytest.mark.slow
 
 EXAMPLES = {"validation": scaled(200, 10_000), "host": scaled(30, 10_000),
-            "cli": scaled(20, 10_000), "config": scaled(60, 10_000)}
+            "cli": scaled(20, 10_000), "config": scaled(60, 10_000),
+            # issue 31's input classes (test_rel_fuzz_inputs.py); "importers" is per format
+            "transcripts": scaled(60, 2_000), "importers": scaled(60, 2_000),
+            "messages": scaled(60, 2_000)}
 EXAMPLES_ENV = "HERMES_HOST_RELIABILITY_EXAMPLES"
-"""``target=N,…`` (targets: validation, host, cli, config) to run fewer examples than the
+"""``target=N,…`` (targets: the keys of ``EXAMPLES``) to run fewer examples than the
 size says, e.g. when a loaded machine cannot finish 10,000 CLI runs; the figures show the
 count actually run."""
 for _item in filter(None, os.environ.get(EXAMPLES_ENV, "").split(",")):
