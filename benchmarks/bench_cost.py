@@ -248,7 +248,7 @@ def render(new: dict[str, Any], base: dict[str, Any], rev: str) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", default=DEFAULT_BASE, help="commit to compare against")
     parser.add_argument("--json", action="store_true", help="print the raw figures")
@@ -263,16 +263,16 @@ def main() -> None:
     args = parser.parse_args()
     if not TRANSCRIPTS.is_dir():
         print(f"(transcripts not found at {TRANSCRIPTS}; skipped)")
-        return
+        return 0
     if args.measure_only:
         print(json.dumps(measure()))
-        return
+        return 0
     new = measure()
     base = _base_figures(args.base)
     sweeps = _sweeps(args.sweep)
     if args.json:
         print(json.dumps({"base": base, "new": new, "sweeps": sweeps}))
-        return
+        return 0
     print(render(new, base, args.base))
     if sweeps:
         print()
@@ -280,7 +280,7 @@ def main() -> None:
     targets = Targets("cost")
     print("\nTargets (issue 28), measured in this run:\n")
     print("\n".join(check_targets(new, base, targets)))
-    sys.exit(targets.finish())
+    return targets.finish()
 
 
 def _sweeps(specs: list[str]) -> list[dict[str, Any]]:
@@ -312,4 +312,4 @@ def render_sweeps(sweeps: list[dict[str, Any]], base: dict[str, Any], rev: str) 
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
