@@ -98,7 +98,7 @@ class AnthropicSummarizer:
         """The Messages API parameters for ``job`` (already redacted).
 
         A continuation job (``summarizer.continuation``) is sent as the chat sends its own
-        requests (:func:`hermes_host.chat.anthropic_model.to_anthropic`: system messages as
+        requests (:func:`hermes_host.llm.anthropic_wire.to_anthropic`: system messages as
         ``system``, tool calls and results as text, strict alternation), the instruction as
         the last user turn; the prefix is not redacted again, so that it stays the bytes the
         provider already holds."""
@@ -107,7 +107,7 @@ class AnthropicSummarizer:
             "max_tokens": max(1, min(job.max_tokens, self.settings.max_tokens)),
         }
         if job.continuation:
-            from hermes_host.chat.anthropic_model import to_anthropic  # imports this module
+            from hermes_host.llm.anthropic_wire import to_anthropic
 
             assert job.prefix is not None and job.instruction is not None
             system, messages = to_anthropic(
