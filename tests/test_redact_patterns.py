@@ -192,3 +192,11 @@ def test_redact_value_walks_json_objects() -> None:
     value = {"a": ["AKIAQ7X2M4N6P8R0T2V4", 3, None], "b": {"c": "DB_PASSWORD=x9y8z7w6"}}
     out = redact_value(value)
     assert out == {"a": [REDACTED, 3, None], "b": {"c": f"DB_PASSWORD={REDACTED}"}}
+
+
+def test_an_empty_assignment_does_not_swallow_the_next_line() -> None:
+    """``token=`` at the end of a line took the next line's ``CLIENT_SECRET=`` as its value
+    (the ``=`` matched across the newline), and the quoted secret after it went out whole —
+    found by test_llm_properties' planted-secret property in a fresh CI run."""
+    out = redact("token=\nCLIENT_SECRET='Sblo305%RqojZwP13'")
+    assert "Sblo305%RqojZwP13" not in out and out.startswith("token=\nCLIENT_SECRET=")

@@ -102,7 +102,8 @@ _NAME = rf"[A-Za-z0-9_.\-]{{0,60}}?(?:{_STRONG_WORDS}|_key)"
 
 # NAME=value  (env / shell / ini / query strings / kwargs)
 _ASSIGN_EQ_RE = re.compile(
-    rf"(?i)(?:(?<![A-Za-z0-9_.\-\\])|(?<=\\[nrt]))(?P<lhs>(?:export\s+|set\s+)?(?P<name>{_NAME}))(?P<eq>\s*=\s*)"
+    rf"(?i)(?:(?<![A-Za-z0-9_.\-\\])|(?<=\\[nrt]))(?P<lhs>(?:export\s+|set\s+)?(?P<name>{_NAME}))"
+    r"(?P<eq>[ \t]*=[ \t]*)"  # never across a line: ``token=`` then a newline has no value
     r"(?:(?P<dq>\\?\")(?P<dv>(?:[^\"\\\n]|\\(?!\"))*)(?P<dqc>\\?\")"
     r"|'(?P<sv>[^'\n]*)'"
     r"|(?P<uv>[^\s\"'`,;&|<>)]+))"
