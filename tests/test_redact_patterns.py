@@ -200,3 +200,11 @@ def test_an_empty_assignment_does_not_swallow_the_next_line() -> None:
     found by test_llm_properties' planted-secret property in a fresh CI run."""
     out = redact("token=\nCLIENT_SECRET='Sblo305%RqojZwP13'")
     assert "Sblo305%RqojZwP13" not in out and out.startswith("token=\nCLIENT_SECRET=")
+
+
+@pytest.mark.parametrize("header", ["Authorization:token", "Authorization: Bearer",
+                                    "X-Api-Key:"])
+def test_a_header_with_no_value_does_not_swallow_the_next_line(header: str) -> None:
+    """The same leak through an HTTP header: its value never continues on the next line."""
+    out = redact(header + "\nCLIENT_SECRET='Sblo305%RqojZwP13'")
+    assert "Sblo305%RqojZwP13" not in out

@@ -19,9 +19,10 @@ _AUTH_SCHEMES = frozenset(
     "bearer basic token digest apikey api-key key sso-key otp bot ssws hmac".split()
 )
 _AUTH_HEADER_RE = re.compile(
-    rf"(?i){_B}((?:proxy-)?authorization\\?[\"']?\s*[:=]\s*\\?[\"']?)"
-    # RFC 7235: ``<scheme> <credentials>``; any scheme name, or ``key=`` (FCM legacy keys)
-    r"(?:([a-z][a-z0-9_\-]{1,24})(\s+)|(key=))?"
+    rf"(?i){_B}((?:proxy-)?authorization\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?)"
+    # RFC 7235: ``<scheme> <credentials>``; any scheme name, or ``key=`` (FCM legacy keys);
+    # a header never continues on the next line (its value is not the next line's text)
+    r"(?:([a-z][a-z0-9_\-]{1,24})([ \t]+)|(key=))?"
     r"([^\s\"'\\,;]+)"
 )
 
@@ -134,7 +135,7 @@ def _sub_xml_secret(m: re.Match[str]) -> str:
 
 _KEY_HEADER_RE = re.compile(
     rf"(?i){_B}((?:x-api-key|x-goog-api-key|x-auth-token|x-access-token|x-api-token|api-key"
-    r"|private-token|x-vault-token)\\?[\"']?\s*:\s*\\?[\"']?)([^\s\"'\\,;]+)"
+    r"|private-token|x-vault-token)\\?[\"']?[ \t]*:[ \t]*\\?[\"']?)([^\s\"'\\,;]+)"
 )
 
 
