@@ -28,6 +28,8 @@ from collections.abc import Callable, Sequence
 from hermes_host.messages import is_summary, text_of
 from hermes_host.models import Message
 
+from hermes_compressor.summary import choose_role
+
 __all__ = [
     "MIN_TAIL_MESSAGES",
     "SOFT_CEILING",
@@ -35,6 +37,7 @@ __all__ = [
     "find_cut",
     "head_size",
     "is_actionable_user",
+    "own_role_cut",
     "short_session_cut",
 ]
 
@@ -181,3 +184,27 @@ def short_session_cut(
         if head < cut < n:
             return head, cut
     return head_end, head_end
+
+
+def own_role_cut(messages: Sequence[Message], head_end: int, cut: int) -> int:
+    """``cut`` moved, where it can be, so that the summary gets a role of its own instead
+    of merging into the first tail message: one exchange back (the R-6.3 bridge), else one
+    forward while :data:`MIN_TAIL_MESSAGES` stay.  A merged summary is unwrapped on the next
+    round into a copy of that message, which the store would then hold twice."""
+    n = len(messages)
+    prev = messages[head_end - 1].get("role") if head_end > 0 else None
+
+    def merges(at: int) -> bool:
+        return at < n and choose_role(prev, messages[at].get("role"))[1]
+
+    if not merges(cut):
+        return cut
+    back = align_backward(messages, cut - 1, head_end)
+    if back > head_end and not merges(back):
+        return back
+    forward = cut + 1
+    while forward < n and messages[forward].get("role") == "tool":
+        forward += 1
+    if n - forward >= MIN_TAIL_MESSAGES and not merges(forward):
+        return forward
+    return cut

@@ -55,10 +55,10 @@ from hermes_host.tokens import count_text
 
 from hermes_compressor.boundaries import (
     MIN_TAIL_MESSAGES,
-    align_backward,
     find_cut,
     head_size,
     is_actionable_user,
+    own_role_cut,
     short_session_cut,
 )
 from hermes_compressor.budget import (
@@ -84,7 +84,6 @@ from hermes_compressor.prune import prune_step, remove_blank_echoes
 from hermes_compressor.summarizers import Summarizers, _calls_llm, _Counted
 from hermes_compressor.summary import (
     SKILL_MARKER_RE,
-    choose_role,
     ensure_latest_request,
     extract_previous,
     inject,
@@ -107,30 +106,6 @@ def _normalised(messages: Sequence[Message]) -> list[Message]:
     if any(v.rule == "alternation" for v in check_invariants(out)):
         out, _ = normalize_alternation(out)
     return out
-
-
-def _own_role_cut(messages: Sequence[Message], head_end: int, cut: int) -> int:
-    """``cut`` moved, where it can be, so that the summary gets a role of its own instead
-    of merging into the first tail message: one exchange back (the R-6.3 bridge), else one
-    forward while :data:`MIN_TAIL_MESSAGES` stay.  A merged summary is unwrapped on the next
-    round into a copy of that message, which the store would then hold twice."""
-    n = len(messages)
-    prev = messages[head_end - 1].get("role") if head_end > 0 else None
-
-    def merges(at: int) -> bool:
-        return at < n and choose_role(prev, messages[at].get("role"))[1]
-
-    if not merges(cut):
-        return cut
-    back = align_backward(messages, cut - 1, head_end)
-    if back > head_end and not merges(back):
-        return back
-    forward = cut + 1
-    while forward < n and messages[forward].get("role") == "tool":
-        forward += 1
-    if n - forward >= MIN_TAIL_MESSAGES and not merges(forward):
-        return forward
-    return cut
 
 
 def compress_window(
@@ -213,7 +188,7 @@ def _compress_window(
         head_tokens = sum(count(m) for m in work[system:head_end])
         head_end, cut = short_session_cut(work, head_end, shrink_head=head_tokens > budget)
     if request.keep_last_turns is None and head_end < cut < len(work):
-        cut = _own_role_cut(work, head_end, cut)
+        cut = own_role_cut(work, head_end, cut)
     if cut <= head_end or len(work) - cut < min_tail:
         # R-6.7: head + >=3 tail + >=1 middle, else an ineffective no-op.
         return unchanged("noop", "too few messages to compress (head + 3 tail + 1 middle)")

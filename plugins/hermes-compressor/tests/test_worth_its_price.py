@@ -18,7 +18,7 @@ from hermes_host.messages import text_of
 from hermes_host.models import CompressionSettings, Message
 
 from hermes_compressor import Compressor
-from hermes_compressor.compaction import _own_role_cut
+from hermes_compressor.boundaries import own_role_cut as _own_role_cut
 from hermes_compressor.summary import choose_role
 from hermes_compressor.trigger import threshold_tokens
 
