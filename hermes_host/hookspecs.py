@@ -8,8 +8,9 @@ Two families:
   first non-``None`` answer wins, except ``select_context``, which is a *chain*: each engine
   receives the previous engine's messages.
 * **Memory providers** (``on_pre_compress``, ``on_session_start``, ``on_session_switch``,
-  ``on_session_reset``, ``on_session_end``, ``on_turn_complete``, ``on_system_prompt``) —
-  broadcast: every provider is called, each fenced on its own.
+  ``on_session_reset``, ``on_session_end``, ``on_turn_complete``, ``on_system_prompt``,
+  ``on_post_compress``) — broadcast: every provider is called, each fenced on its own
+  (``on_post_compress`` also reaches every configured engine that implements it).
 
 Every call goes through the fence (``hermes_host.fence``): your implementation receives a
 private deep copy of the request, runs on a daemon worker thread (or, when the user sets
@@ -29,6 +30,7 @@ from __future__ import annotations
 import pluggy
 
 from hermes_host.models import (
+    CompactionReceipt,
     CompressDecision,
     CompressRequest,
     CompressResult,
@@ -60,6 +62,7 @@ MEMORY_HOOKS: tuple[str, ...] = (
     "on_session_end",
     "on_turn_complete",
     "on_system_prompt",
+    "on_post_compress",
 )
 
 DEFAULT_TIMEOUTS: dict[str, float] = {
@@ -74,6 +77,7 @@ DEFAULT_TIMEOUTS: dict[str, float] = {
     "on_session_end": 5.0,
     "on_turn_complete": 5.0,
     "on_system_prompt": 5.0,
+    "on_post_compress": 5.0,
 }
 """Seconds each hook may take before the fence discards it (override in
 ``hooks.timeouts.<hook>``; the whole compression pass is also bounded by
@@ -224,3 +228,23 @@ def on_session_end(request: SessionEvent) -> None:
 @hookspec
 def on_turn_complete(request: SessionEvent) -> None:
     """A turn finished; ``messages`` holds that turn's new messages.  Time limit: 5 s."""
+
+
+@hookspec
+def on_post_compress(request: CompactionReceipt) -> None:
+    """A compaction was committed; ``request`` is its receipt (issue 29).
+
+    Called after the store committed the compressed window, never before and never for an
+    attempt that changed nothing: the trigger (``auto`` / ``manual`` / ``forced``) and who
+    decided at which threshold, the engine and its outcome, tokens before and after, how many
+    messages (and tokens) were kept, pruned, summarised or dropped and the summary that
+    replaced them, the summariser's requests and tokens, the duration, and the window's row
+    ids before and after (``hermes_host.store.manifests.decode_entries``).  The receipt is
+    already stored (``receipt.id``); ``result_session_id`` is the session that now holds the
+    window (a new id after a rotation).
+
+    Called on every memory provider and on every configured engine that implements it — e.g.
+    to re-index what was summarised, to save a note of what left the window, or to re-inject
+    something (Claude Code's PostCompact).  Time limit: 5 s; return value ignored; a failing
+    implementation changes nothing (the compaction is committed already).
+    """

@@ -39,8 +39,10 @@ from typing import Any
 
 from hermes_host.config import HermesConfig, load_config
 from hermes_host.fence import Fenced, HookRunner
+from hermes_host.hookspecs import LIFECYCLE_HOOKS
 from hermes_host.messages import MessageError
 from hermes_host.models import (
+    CompactionReceipt,
     SessionEvent,
 )
 from hermes_host.plugins import LoadedPlugins, load_plugins
@@ -297,5 +299,12 @@ class ContextHost:
         if not self.providers:
             return []
         return self.runner.broadcast(hook, self.providers, request, timeout=timeout)
+
+    def _post_compress(self, receipt: CompactionReceipt) -> list[Fenced[Any]]:
+        """``on_post_compress`` to every memory provider and every configured engine."""
+        names = list(dict.fromkeys(
+            [*self.providers, *(n for hook in LIFECYCLE_HOOKS for n in self.chain(hook))]
+        ))
+        return self.runner.broadcast("on_post_compress", names, receipt) if names else []
 
 

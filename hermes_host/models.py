@@ -52,6 +52,7 @@ Messages = Annotated[list[Message], WrapValidator(_keep_shared)]
 """The type of every ``messages`` field of a request or result."""
 
 __all__ = [
+    "CompactionReceipt",
     "CompressDecision",
     "CompressRequest",
     "CompressResult",
@@ -62,6 +63,7 @@ __all__ = [
     "PreCompressRequest",
     "PruneRequest",
     "PruneResult",
+    "ReceiptPart",
     "SelectRequest",
     "SelectResult",
     "SessionEvent",
@@ -393,3 +395,60 @@ class PreCompressRequest(_SessionRequest):
     """Argument of ``on_pre_compress``: the window about to be compressed."""
 
     focus_topic: str | None = None
+
+
+class ReceiptPart(_Model):
+    """How many messages of one kind a compaction touched, and their tokens."""
+
+    messages: int = 0
+    tokens: int = 0
+
+
+class CompactionReceipt(_Model):
+    """What one compression attempt did, recorded by the host after the attempt (issue 29)
+    and handed to ``on_post_compress`` after a commit.
+
+    The message classes are counted by the host from the windows before and after, whatever
+    the engine: ``kept`` (in both windows as it was), ``pruned`` (a tool result still there,
+    shortened), ``summarised`` (gone, with a summary standing in), ``dropped`` (gone, no
+    summary), ``summary`` (the summary messages the compaction added).  Token figures are
+    host-counted; ``summariser`` is what the summary's requests cost as an LLM bills them."""
+
+    id: int | None = Field(None, description="The store's receipt id, once stored.")
+    conversation_id: str
+    session_id: str = Field(description="The session that was compressed.")
+    result_session_id: str = Field(
+        description="The session holding the compressed window (the new id after a "
+        "rotation; the same id in place or when nothing was committed)."
+    )
+    at: float = Field(description="Unix time the attempt finished.")
+    trigger: Literal["auto", "manual", "forced"] = Field(
+        description="auto: end_turn's decision; manual: compress(force=False); forced: "
+        "compress(force=True) (/compress)."
+    )
+    decided_by: str | None = Field(
+        None, description="'engine:<name>' or 'host' for an automatic compression."
+    )
+    threshold_tokens: int | None = None
+    engine: str | None = None
+    status: str = Field(description="committed, not_committed or rejected.")
+    outcome: str
+    tokens_before: int
+    tokens_after: int
+    messages_before: int = 0
+    messages_after: int = 0
+    kept: ReceiptPart = Field(default_factory=ReceiptPart)
+    pruned: ReceiptPart = Field(default_factory=ReceiptPart)
+    summarised: ReceiptPart = Field(default_factory=ReceiptPart)
+    dropped: ReceiptPart = Field(default_factory=ReceiptPart)
+    summary: ReceiptPart = Field(default_factory=ReceiptPart)
+    llm_calls: int = 0
+    summariser: dict[str, int] = Field(
+        default_factory=dict,
+        description="requests, input_tokens, cached_tokens, output_tokens (SummaryCost).",
+    )
+    duration: float = 0.0
+    notes: list[str] = Field(default_factory=list)
+    message: str | None = Field(None, description="The line the user was shown, if any.")
+    before_ids: str = Field("", description="The window's row ids before (encoded ranges).")
+    after_ids: str = Field("", description="The window's row ids after (encoded ranges).")

@@ -164,6 +164,12 @@ class StoreSection(_Section):
         None, description="Path or sqlite:/// URL of state.db (default $HERMES_HOST_HOME/state.db)."
     )
     lease_ttl_seconds: float = Field(300.0, gt=0)
+    record_requests: bool = Field(
+        True,
+        description="Keep a manifest of every model request (the ids of the messages sent, "
+        "its size and usage) and a receipt of every compaction: what `sessions requests` and "
+        "`browse` show. Ids, not copies: a few bytes per call.",
+    )
 
 
 class ModelSection(_Section):

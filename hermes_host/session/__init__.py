@@ -27,6 +27,7 @@ from hermes_host.session import (
     window,
 )
 from hermes_host.session.bound import Condensed
+from hermes_host.session.manifest import RequestLog
 from hermes_host.session.reports import (
     SESSION_ENV,
     CompressionReport,
@@ -120,6 +121,7 @@ class Session:
         """A lease whose release the store refused (a full disk): released first thing at
         the next compression pass, so it does not block this session for its whole TTL."""
         self._running = RunningTotal(counter=host.tokens)  # per message of the cached window
+        self._requests = RequestLog()  # what each model call received (issue 29)
         self._scan = _WindowScan()
         self._cache_clean = False  # the cached window is the raw window as is (no repair)
         self._cache_source: list[Message] | None = None  # the raw list it was built from
@@ -329,6 +331,7 @@ class Session:
         keep_last_turns: int | None = None,
         preview: bool = False,
         memory_context: str | None = None,
+        trigger: str = "auto",
     ) -> CompressionReport:
         return compression.compression_pass(
             self,
@@ -338,6 +341,7 @@ class Session:
             keep_last_turns=keep_last_turns,
             preview=preview,
             memory_context=memory_context,
+            trigger=trigger,
         )
 
     def _emit(self, events: list[str], line: str) -> None:

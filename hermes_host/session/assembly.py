@@ -23,6 +23,7 @@ from hermes_host.models import (
 )
 from hermes_host.redact import redact
 from hermes_host.session.bound import fit, request_budget
+from hermes_host.session.manifest import record_request
 from hermes_host.session.window import (
     _needs_merge,
     _needs_repair,
@@ -53,10 +54,12 @@ def build_request(
         if _needs_merge(request):
             request, _ = normalize_alternation(request)
     wire = sanitize_for_wire(request)
-    return session._check_fits(wire, unchanged=request is base)
+    return check_fits(session, wire, unchanged=request is base, source="build_request")
 
 
-def check_fits(session: Session, request: list[Message], *, unchanged: bool) -> list[Message]:
+def check_fits(
+    session: Session, request: list[Message], *, unchanged: bool, source: str = "fit_request"
+) -> list[Message]:
     """The request within the request budget (``context_length - max_output_tokens``,
     issue 28): a request over it is condensed (:func:`hermes_host.session.bound.fit`), and
     the session says so — ``window_warning`` with the cause, ``last_condensed``, an event
@@ -69,6 +72,8 @@ def check_fits(session: Session, request: list[Message], *, unchanged: bool) -> 
     session.last_request_tokens = condensed.tokens_after if condensed else tokens
     if condensed is None:
         session.window_warning = None
+        record_request(session, fitted, tokens=tokens, unchanged=unchanged, condensed=None,
+                       source=source)
         return fitted
     key, cause = over_budget_cause(session)
     warning = f"{condensed.describe()}. Why: {cause}"
@@ -77,6 +82,8 @@ def check_fits(session: Session, request: list[Message], *, unchanged: bool) -> 
     session._warned_cause = key
     session.window_warning = warning
     log.warning("session %s: %s", session.id, redact(warning))
+    record_request(session, fitted, tokens=condensed.tokens_after, unchanged=unchanged,
+                   condensed=condensed, source=source)
     return fitted
 
 

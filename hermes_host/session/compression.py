@@ -19,6 +19,7 @@ from hermes_host.models import (
     PreCompressRequest,
     SessionEvent,
 )
+from hermes_host.session.receipts import Attempt
 from hermes_host.session.reports import (
     _COMMITTING_OUTCOMES,
     COMPACTED_MARKER,
@@ -61,6 +62,7 @@ def compress(
     report = session._compression_pass(
         force=force, focus=focus, keep_last_turns=keep_last_turns, preview=preview,
         events=events, memory_context=memory_context,
+        trigger="forced" if force else "manual",
     )
     session.events.extend(events)
     return report
@@ -75,6 +77,7 @@ def compression_pass(
     keep_last_turns: int | None = None,
     preview: bool = False,
     memory_context: str | None = None,
+    trigger: str = "auto",
 ) -> CompressionReport:
     host = session.host
     store = host.store
@@ -84,6 +87,7 @@ def compression_pass(
     base = session.window()
     tokens_before = session.window_tokens
     sid = session.id
+    attempt: Attempt | None = None  # the receipt, once the window is read under the lease
 
     def report(status: ReportStatus, outcome: str, **kw: Any) -> CompressionReport:
         r = CompressionReport(
@@ -97,6 +101,8 @@ def compression_pass(
         )
         if r.message:
             session._emit(events, r.message)
+        if attempt is not None and not preview:
+            attempt.record(r)
         return r
 
     chain = host.chain("compress")
@@ -133,6 +139,8 @@ def compression_pass(
         base = session.window()
         tokens_before = session.window_tokens
         snapshot = session._marker
+        if not preview:
+            attempt = Attempt(session, trigger, base)
         if not preview:
             session._emit(events, COMPACTING_MARKER)
         guards = session._guards()

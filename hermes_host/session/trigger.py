@@ -18,6 +18,7 @@ from hermes_host.models import (
     ShouldCompressRequest,
 )
 from hermes_host.session.bound import request_budget
+from hermes_host.session.manifest import attach_usage
 from hermes_host.session.reports import (
     TurnOutcome,
 )
@@ -65,14 +66,14 @@ def record_usage(session: Session, usage: Mapping[str, Any] | Any | None) -> int
         return int(value) if isinstance(value, int | float) else 0
 
     prompt = get("prompt_tokens") or get("input_tokens")
-    session.host.store.add_usage(
-        session.id,
-        input_tokens=prompt,
-        output_tokens=get("completion_tokens") or get("output_tokens"),
-        cache_read_tokens=get("cache_read_tokens") or get("cache_read_input_tokens"),
-        cache_write_tokens=get("cache_write_tokens") or get("cache_creation_input_tokens"),
-        reasoning_tokens=get("reasoning_tokens"),
-    )
+    counts = {
+        "input_tokens": prompt,
+        "output_tokens": get("completion_tokens") or get("output_tokens"),
+        "cache_read_tokens": get("cache_read_tokens") or get("cache_read_input_tokens"),
+        "cache_write_tokens": get("cache_write_tokens") or get("cache_creation_input_tokens"),
+    }
+    session.host.store.add_usage(session.id, **counts, reasoning_tokens=get("reasoning_tokens"))
+    attach_usage(session, counts)
     if prompt:
         session.last_prompt_tokens = prompt
         return prompt

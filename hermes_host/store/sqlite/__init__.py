@@ -2,11 +2,12 @@
 
 The store is built in rooms, one concern each, every room a subclass of the one before:
 :mod:`._base` (connections, transactions, errors), :mod:`.sessions`, :mod:`.messages`
-(append, window, guards, usage, engine state), :mod:`.publish` (leases, compression) and this
-module (search, recap, history reader).  :mod:`.schema` holds the versioned migrations and
-:mod:`.fts` the two FTS5 indexes.  What every backend shares lives one level up
-(:mod:`hermes_host.store.rooms`, the base of ``._base``; :mod:`~hermes_host.store.rules`,
-:mod:`~hermes_host.store.query`, :mod:`~hermes_host.store.codec`).
+(append, window, guards, usage, engine state), :mod:`.publish` (leases, compression),
+:mod:`.manifests` (requests, receipts) and this module (search, recap, history reader).
+:mod:`.schema` holds the versioned migrations and :mod:`.fts` the two FTS5 indexes.
+What every backend shares lives one level up (:mod:`hermes_host.store.rooms`, the base of
+``._base``; :mod:`~hermes_host.store.rules`, :mod:`~hermes_host.store.query`,
+:mod:`~hermes_host.store.codec`).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from hermes_host.store.sqlite.fts import (
     pending_trigram_rows,
     run_search,
 )
+from hermes_host.store.sqlite.manifests import ManifestRooms
 from hermes_host.store.sqlite.messages import CATCH_UP_PER_WRITE, DEFER_TRIGRAM_MIN
-from hermes_host.store.sqlite.publish import PublishRooms
 from hermes_host.store.sqlite.reader import SQLiteHistoryReader
 
 __all__ = [
@@ -48,7 +49,7 @@ def sqlite_file(url: str) -> Path:
     return Path(text).expanduser()
 
 
-class SQLiteStore(PublishRooms):
+class SQLiteStore(ManifestRooms):
     """The SQLite :class:`~hermes_host.store.base.StateStore`."""
 
     @classmethod

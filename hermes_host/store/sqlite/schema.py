@@ -243,11 +243,51 @@ _V4 = """
 ALTER TABLE sessions ADD COLUMN ineffective_tokens INTEGER;
 """
 
+_V5 = """
+-- What the model received (issue 29): one manifest per model call.  ``entries`` lists the
+-- request's messages as row ids (runs of ids as first-last) and, for anything not stored as
+-- a row (system prompt, injections, select_context additions, condensed or merged forms),
+-- '#'+hash of a request_parts row: ids and hashes, never copies.
+CREATE TABLE requests (
+    id                  INTEGER PRIMARY KEY,
+    session_id          TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    created_at          REAL NOT NULL,
+    entries             TEXT NOT NULL,
+    tokens              INTEGER NOT NULL,
+    prefix_tokens       INTEGER NOT NULL DEFAULT 0,
+    details             TEXT NOT NULL DEFAULT '{}',
+    input_tokens        INTEGER,
+    output_tokens       INTEGER,
+    cache_read_tokens   INTEGER,
+    cache_write_tokens  INTEGER
+);
+CREATE INDEX requests_session ON requests(session_id, id);
+
+-- Content-addressed request parts, stored once however many requests carry them.
+CREATE TABLE request_parts (
+    hash        TEXT PRIMARY KEY,
+    message     TEXT NOT NULL,
+    tokens      INTEGER NOT NULL
+) WITHOUT ROWID;
+
+-- One receipt per compression attempt that reached an engine (CompactionReceipt as JSON).
+CREATE TABLE compactions (
+    id                  INTEGER PRIMARY KEY,
+    session_id          TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    result_session_id   TEXT,
+    created_at          REAL NOT NULL,
+    status              TEXT NOT NULL,
+    receipt             TEXT NOT NULL
+);
+CREATE INDEX compactions_session ON compactions(session_id, id);
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, messages, FTS5 (porter + trigram), compression_locks", _V1),
     Migration(2, "the trigram index catches up after bulk writes (trigram_progress)", _V2),
     Migration(3, "conversation ids across rotations; window order (seq) for rows kept once", _V3),
     Migration(4, "sessions.ineffective_tokens: the window size anti-thrash re-arms from", _V4),
+    Migration(5, "request manifests, request parts and compaction receipts (issue 29)", _V5),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -1,0 +1,141 @@
+"""Compaction receipts (issue 29): what one compression attempt did, counted by the host from
+the windows before and after, stored, and — after a commit — handed to ``on_post_compress``.
+
+Recording never changes a compression's outcome: a store that refuses the receipt is logged
+and said in the session's events; a failing hook implementation is fenced like every other.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from hermes_host.messages import SUMMARY_METADATA_KEY
+from hermes_host.models import CompactionReceipt, Message, ReceiptPart
+from hermes_host.redact import redact
+from hermes_host.session.manifest import window_ids
+from hermes_host.session.reports import CompressionReport
+from hermes_host.store import StoreError
+from hermes_host.store.manifests import RecordingStore, encode_ids
+
+if TYPE_CHECKING:
+    from hermes_host.session import Session
+
+log = logging.getLogger("hermes_host.host")
+
+__all__ = ["Attempt", "classify"]
+
+_SUMMARISING = frozenset({"summarised", "fallback"})
+
+
+def _key(message: Message) -> tuple[Any, ...]:
+    content = message.get("content")
+    return (
+        message.get("role"),
+        message.get("tool_call_id"),
+        content if isinstance(content, str) else repr(content),
+        repr(message.get("tool_calls")) if message.get("tool_calls") else None,
+    )
+
+
+def classify(
+    before: Sequence[Message], after: Sequence[Message], outcome: str, count: Any
+) -> dict[str, ReceiptPart]:
+    """``kept``, ``pruned``, ``summarised``, ``dropped`` and ``summary`` for a window that went
+    from ``before`` to ``after`` (system prompts excluded; ``count`` counts one message)."""
+    after_keys = {_key(m) for m in after}
+    before_keys = {_key(m) for m in before}
+    after_results = {m.get("tool_call_id") for m in after if m.get("role") == "tool"}
+    summaries = [m for m in after if _key(m) not in before_keys
+                 and (m.get(SUMMARY_METADATA_KEY) or m.get("role") != "tool")]
+    parts = {name: [0, 0] for name in ("kept", "pruned", "summarised", "dropped", "summary")}
+
+    def add(name: str, message: Message) -> None:
+        parts[name][0] += 1
+        parts[name][1] += count(message)
+
+    gone = "summarised" if outcome in _SUMMARISING and summaries else "dropped"
+    for message in before:
+        if _key(message) in after_keys:
+            add("kept", message)
+        elif message.get("role") == "tool" and message.get("tool_call_id") in after_results:
+            add("pruned", message)
+        else:
+            add(gone, message)
+    for message in summaries:
+        add("summary", message)
+    return {name: ReceiptPart(messages=n, tokens=t) for name, (n, t) in parts.items()}
+
+
+class Attempt:
+    """One compression attempt being recorded: created when the pass has read its window under
+    the lease, finished by :meth:`record` with the pass's report."""
+
+    def __init__(self, session: Session, trigger: str, base: list[Message]) -> None:
+        self.session = session
+        self.trigger = trigger
+        self.session_id = session.id
+        self.base = base[1:] if base and base[0].get("role") == "system" else base
+        store = session.host.store
+        self.enabled = (isinstance(store, RecordingStore)
+                        and session.host.config.store.record_requests)
+        self.before_ids: list[int] = []
+        if self.enabled:
+            try:
+                self.before_ids = list(window_ids(session))
+            except StoreError:
+                self.enabled = False
+
+    def record(self, report: CompressionReport) -> CompactionReceipt | None:
+        """Store the receipt of ``report``; hand a committed one to ``on_post_compress``."""
+        if not self.enabled or report.status not in ("committed", "not_committed", "rejected"):
+            return None
+        session = self.session
+        host = session.host
+        committed = report.status == "committed"
+        after = session._window if committed else self.base
+        parts = classify(self.base, after, report.outcome, host.tokens.count)
+        decided_by, threshold = None, None
+        if self.trigger == "auto" and session.last_decision is not None:
+            decision, decided_by = session.last_decision
+            threshold = decision.threshold_tokens
+        try:
+            after_ids = list(window_ids(session)) if committed else self.before_ids
+        except StoreError:
+            after_ids = []
+        receipt = CompactionReceipt(
+            conversation_id=session.conversation_id,
+            session_id=self.session_id,
+            result_session_id=session.id,
+            at=time.time(),
+            trigger=self.trigger,
+            decided_by=decided_by,
+            threshold_tokens=threshold,
+            engine=report.engine,
+            status=report.status,
+            outcome=report.outcome,
+            tokens_before=report.tokens_before,
+            tokens_after=report.tokens_after,
+            messages_before=len(self.base),
+            messages_after=len(after),
+            llm_calls=report.llm_calls,
+            summariser=report.summary.as_dict(),
+            duration=round(report.duration, 4),
+            notes=[redact(n) for n in report.notes],
+            message=redact(report.message) if report.message else None,
+            before_ids=encode_ids(self.before_ids),
+            after_ids=encode_ids(after_ids),
+            **parts,
+        )
+        store = host.store
+        assert isinstance(store, RecordingStore)
+        try:
+            receipt = receipt.model_copy(update={"id": store.record_receipt(receipt)})
+        except StoreError as exc:
+            session._emit(session.events, f"⚠ compaction receipt not recorded: {exc}")
+            log.warning("session %s: receipt not recorded: %s", session.id, redact(str(exc)))
+        if committed:
+            host._post_compress(receipt)
+        return receipt
