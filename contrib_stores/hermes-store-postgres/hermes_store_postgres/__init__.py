@@ -7,12 +7,13 @@ distribution map ``postgresql://`` and ``postgres://`` to :class:`PostgresStore`
 
 The store is built in rooms like the SQLite one, each a subclass of the one before:
 :mod:`._base` (pool, transactions, clock, errors), :mod:`.sessions`, :mod:`.messages`,
-:mod:`.publish` (leases, compression) and :class:`PostgresStore` here (search, recap,
-history reader), with :mod:`.indexing` (the search indexes' catch-up after bulk
-writes).  :mod:`.schema` holds the versioned migrations, :mod:`.settings` the URL options
-(``schema``, ``pool_min``, ``pool_max``, ``pool_timeout``).  The rules every backend shares
-come from hermes-host (:class:`hermes_host.store.rooms.SharedRooms`, the base of
-``._base``, and :mod:`hermes_host.store.rules`).
+:mod:`.publish` (leases, compression), :mod:`.manifests` (requests, compaction receipts)
+and :class:`PostgresStore` here (search, recap, history reader), with :mod:`.indexing`
+(the search indexes' catch-up after bulk writes).  :mod:`.schema` holds the versioned
+migrations, :mod:`.settings` the URL options (``schema``, ``pool_min``, ``pool_max``,
+``pool_timeout``).  The rules every backend shares come from hermes-host
+(:class:`hermes_host.store.rooms.SharedRooms`, the base of ``._base``, and
+:mod:`hermes_host.store.rules`).
 """
 
 from __future__ import annotations
@@ -29,14 +30,14 @@ from hermes_host.store.reader import StoreHistoryReader
 from hermes_host.store.recap import format_recap
 from hermes_store_postgres._base import errors
 from hermes_store_postgres.indexing import CATCH_UP_BATCH, catch_up, pending_rows
-from hermes_store_postgres.publish import PublishRooms
+from hermes_store_postgres.manifests import ManifestRooms
 from hermes_store_postgres.schema import LATEST_VERSION, SEARCH_VECTOR
 from hermes_store_postgres.search import prelude, run_search
 
 __all__ = ["LATEST_VERSION", "PostgresStore"]
 
 
-class PostgresStore(PublishRooms):
+class PostgresStore(ManifestRooms):
     """The PostgreSQL :class:`~hermes_host.store.StateStore`."""
 
     def __enter__(self) -> PostgresStore:

@@ -156,9 +156,45 @@ CREATE INDEX messages_substring ON messages USING gin (content {trgm}.gin_trgm_o
 CREATE INDEX messages_unindexed ON messages (id) WHERE search_vector IS NULL;
 """
 
+_V3 = """
+-- What the model received and what each compaction did (hermes-host issue 29; the same
+-- tables as the SQLite store's version 5, see hermes_host.store.manifests).
+CREATE TABLE requests (
+    id                  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    session_id          text NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    created_at          double precision NOT NULL,
+    entries             text NOT NULL,
+    tokens              bigint NOT NULL,
+    prefix_tokens       bigint NOT NULL DEFAULT 0,
+    details             text NOT NULL DEFAULT '{{}}',
+    input_tokens        bigint,
+    output_tokens       bigint,
+    cache_read_tokens   bigint,
+    cache_write_tokens  bigint
+);
+CREATE INDEX requests_session ON requests (session_id, id);
+
+CREATE TABLE request_parts (
+    hash                text PRIMARY KEY,
+    message             text NOT NULL,
+    tokens              bigint NOT NULL
+);
+
+CREATE TABLE compactions (
+    id                  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    session_id          text NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    result_session_id   text,
+    created_at          double precision NOT NULL,
+    status              text NOT NULL,
+    receipt             text NOT NULL
+);
+CREATE INDEX compactions_session ON compactions (session_id, id);
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, messages, word and substring indexes, leases, engine state", _V1),
     Migration(2, "bulk writes leave search indexing to a catch-up (search_vector NULL)", _V2),
+    Migration(3, "request manifests, request parts and compaction receipts", _V3),
 ]
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -102,7 +102,9 @@ def test_the_role_is_no_superuser_and_owns_only_its_schema_issue_16(
             conn.execute("CREATE SCHEMA elsewhere")
     assert (superuser, createdb) == (False, False)
     assert owner == (hermes_postgres.role,)
-    assert tables == (5,)  # sessions, messages, compression_locks, engine_state, schema_version
+    # sessions, messages, compression_locks, engine_state, schema_version, and since
+    # schema version 3 (issue 29) requests, request_parts, compactions
+    assert tables == (8,)
 
 
 def test_missing_pg_trgm_names_the_one_time_admin_step_issue_16(
