@@ -62,7 +62,8 @@ def test_every_request_is_recorded_and_rebuilds_exactly_what_was_sent(tmp_path: 
     assert [r.prefix_tokens for r in records[1:]] == [r.tokens for r in records[:-1]]
     # the provider's usage is attached to the call it reports
     assert [r.input_tokens for r in records] == [50, 51, 52]
-    assert {r.output_tokens for r in records} == {7} and {r.cache_read_tokens for r in records} == {20}
+    assert {r.output_tokens for r in records} == {7}
+    assert {r.cache_read_tokens for r in records} == {20}
     assert records[-1].tokens == session.last_request_tokens
 
 
@@ -198,3 +199,27 @@ def test_a_replayed_real_transcript_rebuilds_every_request(tmp_path: Path) -> No
     assert result.compressions
     final = rebuild_request(host.store, records[-1])
     assert json.dumps(final, sort_keys=True) == json.dumps(result.final_request, sort_keys=True)
+
+
+def test_store_migrate_copies_manifests_parts_and_receipts(tmp_path: Path) -> None:
+    from hermes_host.store.sqlite import SQLiteStore
+    from hermes_host.store.transfer import migrate_history
+
+    host = make_host(tmp_path, TailEngine(keep=1, threshold=600))
+    session = host.open_session(system_prompt="sys")
+    sent = []
+    for n in range(8):
+        session.add_user(f"question {n} " + "words " * 60)
+        sent.append(session.build_request(injections=[f"note {n}"]))
+        session.add_assistant(f"answer {n} " + "more " * 60)
+        session.end_turn({"prompt_tokens": 10})
+    lineage = host.store.lineage(session.id)
+    receipts = host.store.list_receipts(lineage)
+    assert receipts
+    target = SQLiteStore.from_url(str(tmp_path / "copy.db"))
+    report = migrate_history(host.store, target)
+    assert report.ok and report.copied["requests"] == len(sent)
+    copied = target.list_requests(lineage)
+    assert [rebuild_request(target, r) for r in copied] == sent
+    assert [r.model_dump() for r in target.list_receipts(lineage)] == [
+        r.model_dump() for r in receipts]

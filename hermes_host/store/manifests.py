@@ -38,9 +38,9 @@ __all__ = [
     "decode_entries",
     "encode_entries",
     "encode_ids",
-    "rebuild_request",
     "part_hash",
     "part_json",
+    "rebuild_request",
     "shared_prefix",
 ]
 

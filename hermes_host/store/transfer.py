@@ -2,7 +2,8 @@
 issue 16): sessions (lineage, usage, guards, titles …), every message row (window and
 archived, ids and window order kept), and engine state — then verifying it.
 
-Both built-in backends hold the same columns, so a backend that can take part implements
+Request manifests, their parts and compaction receipts (issue 29) are copied too.  Both
+built-in backends hold the same columns, so a backend that can take part implements
 the two methods of :class:`Transferable` over its own tables; the copy itself, its order
 (parents before children) and its verification live here once.  Leases are not copied: they
 are seconds-long locks of running hosts.
@@ -25,6 +26,7 @@ from hermes_host.store.codec import ROW_COLUMNS
 
 __all__ = [
     "COLUMNS",
+    "ORDER_KEYS",
     "MigrationReport",
     "Transferable",
     "message_checksum",
@@ -47,8 +49,20 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         *ROW_COLUMNS,
     ),
     "engine_state": ("session_id", "engine", "state", "updated_at"),
+    "requests": (
+        "id", "session_id", "created_at", "entries", "tokens", "prefix_tokens", "details",
+        "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+    ),
+    "request_parts": ("hash", "message", "tokens"),
+    "compactions": ("id", "session_id", "result_session_id", "created_at", "status", "receipt"),
 }
 """What is copied, table by table, in this order (a table's rows reference the one before)."""
+
+ORDER_KEYS: dict[str, tuple[str, ...]] = {
+    "engine_state": ("session_id", "engine"),
+    "request_parts": ("hash",),
+}
+"""A table's primary key, when it is not ``id`` (rows are exported in its order)."""
 
 
 @runtime_checkable

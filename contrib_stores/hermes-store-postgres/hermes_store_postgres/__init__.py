@@ -28,6 +28,7 @@ from hermes_host.store import SearchHit
 from hermes_host.store.query import BOOKEND_MESSAGES
 from hermes_host.store.reader import StoreHistoryReader
 from hermes_host.store.recap import format_recap
+from hermes_host.store.transfer import ORDER_KEYS
 from hermes_store_postgres._base import errors
 from hermes_store_postgres.indexing import CATCH_UP_BATCH, catch_up, pending_rows
 from hermes_store_postgres.manifests import ManifestRooms
@@ -50,7 +51,7 @@ class PostgresStore(ManifestRooms):
         self, table: str, columns: Sequence[str], batch: int
     ) -> Iterator[list[tuple[Any, ...]]]:
         """Rows of ``table`` by primary key, in batches (a server-side cursor)."""
-        key = ["session_id", "engine"] if table == "engine_state" else ["id"]
+        key = list(ORDER_KEYS.get(table, ("id",)))
         query = sql.SQL("SELECT {} FROM {} ORDER BY {}").format(
             sql.SQL(", ").join(map(sql.Identifier, columns)), sql.Identifier(table),
             sql.SQL(", ").join(map(sql.Identifier, key)))
@@ -92,10 +93,13 @@ class PostgresStore(ManifestRooms):
 
     @errors("finishing an import")
     def finish_import(self) -> None:
-        """Move the message id sequence past the imported ids."""
+        """Move the id sequences past the imported ids."""
         with self._tx() as conn:
-            conn.execute("SELECT setval(pg_get_serial_sequence('messages', 'id'), "
-                         "coalesce((SELECT max(id) FROM messages), 0) + 1, false)")
+            for table in ("messages", "requests", "compactions"):
+                conn.execute(sql.SQL(
+                    "SELECT setval(pg_get_serial_sequence({name}, 'id'), "
+                    "coalesce((SELECT max(id) FROM {table}), 0) + 1, false)").format(
+                        name=sql.Literal(table), table=sql.Identifier(table)))
 
     @errors("indexing for search")
     def index_pending(

@@ -30,6 +30,7 @@ from hermes_host.store.sqlite.fts import (
 from hermes_host.store.sqlite.manifests import ManifestRooms
 from hermes_host.store.sqlite.messages import CATCH_UP_PER_WRITE, DEFER_TRIGRAM_MIN
 from hermes_host.store.sqlite.reader import SQLiteHistoryReader
+from hermes_host.store.transfer import ORDER_KEYS
 
 __all__ = [
     "CATCH_UP_PER_WRITE",
@@ -67,7 +68,7 @@ class SQLiteStore(ManifestRooms):
         self, table: str, columns: Sequence[str], batch: int
     ) -> Iterator[list[tuple[Any, ...]]]:
         """Rows of ``table`` (a name from ``transfer.COLUMNS``) by primary key, in batches."""
-        key = "session_id, engine" if table == "engine_state" else "id"
+        key = ", ".join(ORDER_KEYS.get(table, ("id",)))
         cursor = self._conn().execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {key}")
         while rows := cursor.fetchmany(max(1, batch)):
             yield [tuple(r) for r in rows]
