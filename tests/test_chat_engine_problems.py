@@ -12,8 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from hermes_host import SelectRequest, SelectResult, hookimpl
-from hermes_host.chat import AnthropicChatModel, ChatController
+from hermes_host import (
+    CompressRequest,
+    CompressResult,
+    SelectRequest,
+    SelectResult,
+    hookimpl,
+)
+from hermes_host.chat import DEFAULT_SYSTEM_PROMPT, AnthropicChatModel, ChatController
 from hermes_host.config import load_config
 from hermes_host.host import ContextHost
 from hermes_host.testing.fake_anthropic import FakeAnthropic
@@ -104,3 +110,73 @@ def test_an_open_breaker_is_reported_once_not_every_turn(chat: ChatController) -
     assert (row["plugin"], row["hook"], row["errors"], row["skipped"], row["breaker"]) == (
         "explodes", "select_context", 3, 2, "open"
     )
+
+
+class BrokenCompress:
+    """``compress`` raises; ``unchanged`` returns the window as it was, outcome summarised."""
+
+    def __init__(self, unchanged: bool = False) -> None:
+        self.unchanged = unchanged
+
+    @hookimpl
+    def compress(self, request: CompressRequest) -> CompressResult | None:
+        if self.unchanged:
+            return CompressResult(messages=list(request.messages), outcome="summarised")
+        raise RuntimeError(f"compress broke (token {SECRET})")
+
+
+def _small_chat(
+    tmp_path: Path, engine: BrokenCompress, base_url: str
+) -> tuple[ContextHost, ChatController]:
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        "model:\n  name: claude-fake-chat\n  context_length: 1500\n  max_output_tokens: 256\n"
+        "context:\n  engine: broken\nsummarizer:\n  provider: offline\n"
+        "memory:\n  providers: []\n",
+        encoding="utf-8",
+    )
+    config = load_config(path)
+    host = ContextHost.from_config(config, store=tmp_path / "state.db",
+                                   extra_plugins={"broken": engine})
+    session = host.open_session("small", DEFAULT_SYSTEM_PROMPT)
+    model = AnthropicChatModel("claude-fake-chat", "sk-ant-test-fake-key", base_url=base_url,
+                               max_retries=0)
+    return host, ChatController(host, session, model, RecordingUI(), restore_cwd=False)
+
+
+@pytest.mark.parametrize("unchanged", [False, True], ids=["raises", "proposes-no-change"])
+def test_a_compression_failure_is_said_once_per_turn_in_plain_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unchanged: bool
+) -> None:
+    """Issue 30: the failing ``compress`` was printed twice per turn (the compression's
+    event line and the engine-problem line), and a summary that was not kept read
+    "compression not committed (summarised)"."""
+    monkeypatch.setenv("HERMES_HOST_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("HERMES_HOST_SESSION_ID", raising=False)
+    with FakeAnthropic(responder=chat_responder) as fake:
+        host, chat = _small_chat(tmp_path, BrokenCompress(unchanged), fake.base_url)
+        ui = _ui(chat)
+        failed_turns = 0
+        try:
+            for i in range(7):
+                chat.handle(f"question {i}")
+                said = [text for kind, text in ui.take() if kind != "reply"]
+                if not any("Compacting context" in t for t in said):
+                    continue
+                failed_turns += 1
+                assert not any("not committed" in t for t in said), said
+                assert SECRET not in "\n".join(said)
+                if unchanged:
+                    (why,) = [t for t in said if "session unchanged" in t]
+                    assert why == (
+                        "compression discarded, session unchanged: the engine's summarised "
+                        "proposal was not kept (the proposal did not shrink the window)")
+                else:
+                    named = [t for t in said if "compress broke" in t or "skipped" in t]
+                    assert len(named) == 1, said
+                    assert named[0].startswith("compression failed, session unchanged: ")
+        finally:
+            assert isinstance(chat.model, AnthropicChatModel)
+            chat.model.close()
+            host.close()
+    assert failed_turns >= 3

@@ -57,6 +57,8 @@ class ChatController:
     """What the last :meth:`Session.end_turn` decided (shown by ``/status``)."""
     _skip_warned: set[str] = field(default_factory=set, init=False, repr=False)
     """Plugins whose open breaker was already reported (see :meth:`send`)."""
+    _said: list[str] = field(default_factory=list, init=False, repr=False)
+    """The event lines shown during the current turn (see :meth:`_warn`)."""
 
     def __post_init__(self) -> None:
         self.history.append(self.session.id)
@@ -107,6 +109,7 @@ class ChatController:
 
         An engine hook that fails during the turn (raised, timed out, answered something
         invalid, or skipped by its breaker) is one warning line, on this turn."""
+        self._said = []
         with self.host.runner.recording() as seen:
             try:
                 self._turn(text)
@@ -120,6 +123,10 @@ class ChatController:
             if row.breaker in (None, "closed"):
                 self._skip_warned.discard(row.plugin)
         fresh = [r for r in rows if r.problems > r.skipped or r.plugin not in self._skip_warned]
+        # a failure an event line of this turn already named ("compression failed, session
+        # unchanged: plugin … raised …") is not printed a second time (issue 30)
+        fresh = [r for r in fresh
+                 if not (r.last_error and any(r.last_error in said for said in self._said))]
         if not fresh:
             return
         self._skip_warned.update(r.plugin for r in fresh if r.breaker not in (None, "closed"))
@@ -139,7 +146,7 @@ class ChatController:
             events = len(session.events)
             request = session.build_request()
             for line in session.events[events:]:  # the request bound's warning (issue 28)
-                self.ui.event(line)
+                self._event(line)
             reply = self.model.respond(request, self.max_tokens)
         except ModelError as exc:
             self.ui.error(f"model call failed: {exc}. Your message is stored; send another "
@@ -157,7 +164,7 @@ class ChatController:
 
         def live(line: str) -> None:
             shown.append(line)
-            self.ui.event(line)
+            self._event(line)
 
         session.on_event = live
         try:
@@ -166,7 +173,7 @@ class ChatController:
             session.on_event = None
         self.last_outcome = outcome
         for line in outcome.events[len(shown):]:
-            self.ui.event(line)
+            self._event(line)
         if session.id != before:
             self.history.append(session.id)
             self.ui.info(f"session continues as {session.id} (compressed from {before})")
@@ -327,6 +334,10 @@ class ChatController:
         self.ui.info(f"title set: {self.session.title}")
 
     # -- helpers --------------------------------------------------------------------------
+
+    def _event(self, line: str) -> None:
+        self._said.append(line)
+        self.ui.event(line)
 
     def _set_title(self, name: str) -> None:
         try:

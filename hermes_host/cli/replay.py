@@ -322,8 +322,8 @@ def _print_legend(out: Console, compressions: list[CompressionRecord]) -> None:
                   markup=False, highlight=False, soft_wrap=True)
     others = [c for c in compressions if c.status != "committed"]
     for c in others[:_MAX_REASONS]:
-        reason = (c.message or "no reason given").removeprefix(
-            f"compression not committed ({c.outcome}); ")
+        # the status and outcome are on the line already: keep the message past its head
+        reason = (c.message or "no reason given").split(": ", 1)[-1]
         out.print(f"turn {c.turn} step {c.step}: {c.status} ({c.outcome}): {reason}",
                   markup=False, highlight=False, soft_wrap=True)
     if len(others) > _MAX_REASONS:

@@ -28,6 +28,7 @@ from hermes_host.session.reports import (
     CompressionReport,
     ReportStatus,
     SummaryCost,
+    not_kept_message,
 )
 from hermes_host.session.window import (
     _closes_open_call,
@@ -235,12 +236,9 @@ def compression_pass(
         if value.outcome not in _COMMITTING_OUTCOMES or new_window == current or not shrinks:
             session._update_guards(sid, guards, value, tokens_before, tokens_before)
             common["tokens_after"] = tokens_before
-            notes = common["notes"]
             return report(
                 "not_committed", value.outcome,
-                message=f"compression not committed ({value.outcome}); "
-                + ("; ".join(notes) if notes else "the window is unchanged"),
-                **common,
+                message=not_kept_message(value.outcome, common["notes"]), **common,
             )
         if time.monotonic() > deadline:
             return report(

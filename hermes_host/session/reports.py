@@ -19,6 +19,18 @@ COMPACTED_MARKER = "✓ Context compaction complete — continuing turn..."
 
 _COMMITTING_OUTCOMES = frozenset({"summarised", "fallback", "dropped"})
 
+
+def not_kept_message(outcome: str, notes: list[str]) -> str:
+    """Why a compression left the session as it was, without calling an outcome such as
+    ``summarised`` "not committed" in one breath (issue 30): an engine that summarised
+    produced a window the host did not keep; any other outcome changed nothing."""
+    why = "; ".join(notes) if notes else "the window is unchanged"
+    if outcome in _COMMITTING_OUTCOMES:
+        return (f"compression discarded, session unchanged: the engine's {outcome} proposal "
+                f"was not kept ({why})")
+    return f"no compression ({outcome}): {why}"
+
+
 SESSION_ENV = "HERMES_HOST_SESSION_ID"
 """The environment variable that exposes the live session id to the process and the tools
 it starts (R-8.1).  Set by :meth:`Session.export_id`; a rotation moves it to the new id."""
