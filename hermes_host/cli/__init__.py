@@ -71,6 +71,9 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
              "Run a scripted tour of hermes-host's own source whose tool calls really run, "
              "with the offline summariser and a small window; then show the lineage and one "
              "summary."),
+    "browse": ("browse", "browse",
+               "Browse the store in a local read-only web app: what the model saw, each "
+               "request, each compaction."),
     "sessions": ("sessions", "sessions",
                  "Stored sessions: list, show, search, lineage, export, import."),
     "store": ("store_cmd", "store",
