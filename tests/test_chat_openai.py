@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from hermes_host.chat import ChatController
-from hermes_host.chat_openai import OpenAIChatModel, to_openai
+from hermes_host.chat.openai_model import OpenAIChatModel, to_openai
 from hermes_host.cli import cli
 from hermes_host.config import load_config
 from hermes_host.host import ContextHost

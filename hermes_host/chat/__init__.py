@@ -4,7 +4,7 @@ Why separate from :mod:`hermes_host.cli.chat`: everything here takes a line and 
 through a small :class:`ChatUI` protocol, so it can be driven by a test, another front end,
 or the terminal loop alike.  The model is behind :class:`ChatModel`, built by the
 ``model.provider`` plugin: :class:`AnthropicChatModel` (the ``anthropic`` SDK, here) or
-:class:`hermes_host.chat_openai.OpenAIChatModel` (the ``openai`` SDK, its own module).
+:class:`hermes_host.chat.openai_model.OpenAIChatModel` (the ``openai`` SDK, its own module).
 
 A turn (:meth:`ChatController.send`)::
 
