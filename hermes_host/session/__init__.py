@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hermes_host.injections import Injection
 from hermes_host.messages import (
@@ -27,6 +27,7 @@ from hermes_host.session import (
     window,
 )
 from hermes_host.session.bound import Condensed
+from hermes_host.session.host_view import HostView
 from hermes_host.session.manifest import RequestLog
 from hermes_host.session.reports import (
     SESSION_ENV,
@@ -43,9 +44,6 @@ from hermes_host.store import (
     WindowMarker,
 )
 from hermes_host.tokens import RunningTotal
-
-if TYPE_CHECKING:
-    from hermes_host.host import ContextHost
 
 __all__ = ["Session"]
 
@@ -67,7 +65,7 @@ class Session:
 
     def __init__(
         self,
-        host: ContextHost,
+        host: HostView,
         session_id: str,
         system_prompt: str,
         window: list[Message],
