@@ -97,6 +97,24 @@ class CostLedger:
         self.summary_cached_tokens += cached_tokens
         self.summary_output_tokens += output_tokens
 
+    @classmethod
+    def from_store(
+        cls, requests: Sequence[Any], receipts: Sequence[Any], prices: PriceModel | None = None
+    ) -> CostLedger:
+        """A conversation's ledger from what the store recorded (issue 29): each request
+        manifest's tokens and cacheable prefix, each compaction receipt's summariser
+        tokens (``hermes_host.store.manifests``)."""
+        ledger = cls(prices=prices or PriceModel())
+        for record in requests:
+            ledger.request_tokens.append(int(record.tokens))
+            ledger.cached_tokens.append(int(record.prefix_tokens))
+        for receipt in receipts:
+            spent = receipt.summariser or {}
+            ledger.add_summary(int(spent.get("requests", 0)), int(spent.get("input_tokens", 0)),
+                               int(spent.get("output_tokens", 0)),
+                               int(spent.get("cached_tokens", 0)))
+        return ledger
+
     @property
     def calls_cost(self) -> float:
         return sum(

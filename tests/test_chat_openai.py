@@ -95,7 +95,7 @@ def test_status_shows_provider_model_tokenizer_and_reported_usage(chat: ChatCont
     status = _ui(chat).text("info")
     assert "model: gpt-4o-mini (provider openai, tokenizer " in status
     row = chat.host.store.get_session(chat.session.id)
-    assert (f"tokens this session (provider-reported): in {row.input_tokens:,} · out "
+    assert (f"tokens this conversation (provider-reported): in {row.input_tokens:,} · out "
             f"{row.output_tokens:,}") in status
     assert f"last prompt (provider-reported): {chat.session.last_prompt_tokens:,}" in status
     tok = chat.session.status()["tokenizer"]

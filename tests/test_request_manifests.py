@@ -223,3 +223,20 @@ def test_store_migrate_copies_manifests_parts_and_receipts(tmp_path: Path) -> No
     assert [rebuild_request(target, r) for r in copied] == sent
     assert [r.model_dump() for r in target.list_receipts(lineage)] == [
         r.model_dump() for r in receipts]
+
+
+def test_status_counts_the_whole_conversation_after_a_rotation(tmp_path: Path) -> None:
+    """Issue 29: chat's /status showed 0 tokens right after a rotation (a new session row)."""
+    from hermes_host.chat.status import status_lines
+
+    host = make_host(tmp_path, TailEngine(keep=1, threshold=600))
+    session = host.open_session(system_prompt="sys")
+    for n in range(6):
+        chat_turn(session, n)
+        session.end_turn({"prompt_tokens": 1000, "completion_tokens": 10})
+    assert len(session.lineage) > 1
+    row = host.store.get_session(session.id)
+    lines = status_lines(session, row, provider="openai", last_outcome=None)
+    reported = next(line for line in lines if line.startswith("tokens this conversation"))
+    assert f"{len(host.store.lineage(session.id))} sessions" in reported
+    assert "in 6,000 · out 60" in reported

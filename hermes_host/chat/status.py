@@ -11,6 +11,8 @@ from hermes_host.fence import HookHealth
 from hermes_host.host import Session, TurnOutcome
 from hermes_host.messages import one_line
 from hermes_host.store import Session as StoredSession
+from hermes_host.store import StoreError
+from hermes_host.store.conversations import find_conversation
 
 __all__ = ["status_lines"]
 
@@ -51,8 +53,14 @@ def status_lines(
                      "tokens")
     lines.append(f"messages: {row.active_count} in the window, {row.message_count} stored")
     lines.append(f"compressions: {status['compression_count']}")
-    lines.append(f"tokens this session (provider-reported): in {row.input_tokens:,} · "
-                 f"out {row.output_tokens:,}")
+    try:  # the whole conversation: a rotation starts a new session row at 0 (issue 29)
+        whole = find_conversation(session.host.store, session.conversation_id)
+        used_in, used_out, spread = whole.input_tokens, whole.output_tokens, len(whole.sessions)
+    except StoreError:
+        used_in, used_out, spread = row.input_tokens, row.output_tokens, 1
+    lines.append("tokens this conversation (provider-reported"
+                 + (f", {spread} sessions" if spread > 1 else "")
+                 + f"): in {used_in:,} · out {used_out:,}")
     guards = status["guards"]
     if status["summarizer_cooldown"] is not None and guards["cooldown_until"] is not None:
         held = ("the offline summariser compresses meanwhile"

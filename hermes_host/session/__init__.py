@@ -230,17 +230,17 @@ class Session:
         """
         return assembly.build_request(self, injections)
 
-    def fit_request(self, messages: Sequence[Message]) -> list[Message]:
+    def fit_request(self, messages: Sequence[Message], *, record: bool = True) -> list[Message]:
         """``messages`` — a request the caller assembled itself (an integration's model
         input) — within the request budget ``context_length - max_output_tokens``, as
         :meth:`build_request` bounds its own: condensed in order of least harm when over it
         (see :mod:`hermes_host.session.bound`), with :attr:`window_warning` and an event
-        saying so.  Returns ``messages`` as a new list when they fit."""
+        saying so.  Returns ``messages`` as a new list when they fit.  The request is
+        recorded as a model call's manifest (``store.record_requests``) unless ``record`` is
+        false (a caller that fits a list it will not send as is)."""
         request = list(messages)
-        return self._check_fits(request, unchanged=False)
-
-    def _check_fits(self, request: list[Message], *, unchanged: bool) -> list[Message]:
-        return assembly.check_fits(self, request, unchanged=unchanged)
+        return assembly.check_fits(self, request, unchanged=False,
+                                   source="fit_request" if record else None)
 
     def _select(self, base: list[Message]) -> list[Message]:
         return assembly.select(self, base)

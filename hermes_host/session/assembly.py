@@ -58,7 +58,7 @@ def build_request(
 
 
 def check_fits(
-    session: Session, request: list[Message], *, unchanged: bool, source: str = "fit_request"
+    session: Session, request: list[Message], *, unchanged: bool, source: str | None
 ) -> list[Message]:
     """The request within the request budget (``context_length - max_output_tokens``,
     issue 28): a request over it is condensed (:func:`hermes_host.session.bound.fit`), and
@@ -72,8 +72,9 @@ def check_fits(
     session.last_request_tokens = condensed.tokens_after if condensed else tokens
     if condensed is None:
         session.window_warning = None
-        record_request(session, fitted, tokens=tokens, unchanged=unchanged, condensed=None,
-                       source=source)
+        if source is not None:  # None: not a model call's request (fit_request(record=False))
+            record_request(session, fitted, tokens=tokens, unchanged=unchanged,
+                           condensed=None, source=source)
         return fitted
     key, cause = over_budget_cause(session)
     warning = f"{condensed.describe()}. Why: {cause}"
@@ -82,8 +83,9 @@ def check_fits(
     session._warned_cause = key
     session.window_warning = warning
     log.warning("session %s: %s", session.id, redact(warning))
-    record_request(session, fitted, tokens=condensed.tokens_after, unchanged=unchanged,
-                   condensed=condensed, source=source)
+    if source is not None:
+        record_request(session, fitted, tokens=condensed.tokens_after, unchanged=unchanged,
+                       condensed=condensed, source=source)
     return fitted
 
 

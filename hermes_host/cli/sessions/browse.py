@@ -33,6 +33,7 @@ from .opening import (
     find,
     only_session_option,
 )
+from .requests import show_request
 from .snippets import Snippet, find_matches, snippet
 
 __all__ = ["lineage_cmd", "list_cmd", "search_cmd", "show_cmd"]
@@ -218,10 +219,13 @@ def _conversation_rows(ref: ConversationRef) -> list[tuple[str, str]]:
 @click.command("show")
 @_common
 @only_session_option
+@click.option("--request", "request_n", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Show the N-th model call of the conversation exactly as the model "
+              "received it (`sessions requests` lists them).")
 @click.argument("session")
 def show_cmd(
     store_path: str | None, config_path: Path | None, as_json: bool, only_session: bool,
-    session: str,
+    request_n: int | None, session: str,
 ) -> None:
     """A conversation (by conversation id, the id of any of its sessions, a title or
     ``last``): its fields, summed over its sessions, and a compact recap of its live
@@ -230,6 +234,9 @@ def show_cmd(
     ``conversation`` (totals) and ``sessions`` (every session, root first)."""
     with _opened(store_path, config_path, create=False) as store:
         ref = find(store, session)
+        if request_n is not None:
+            show_request(store, ref, request_n, only_session, as_json)
+            return
         found = ref.session if only_session else ref.tip
         recap = store.recap(found.id)
         window = store.active_messages(found.id) if as_json else []
