@@ -240,3 +240,19 @@ def test_status_counts_the_whole_conversation_after_a_rotation(tmp_path: Path) -
     reported = next(line for line in lines if line.startswith("tokens this conversation"))
     assert f"{len(host.store.lineage(session.id))} sessions" in reported
     assert "in 6,000 · out 60" in reported
+
+
+def test_openai_cached_prompt_tokens_are_read_as_cache_reads(tmp_path: Path) -> None:
+    host = make_host(tmp_path, TailEngine(threshold=10**6))
+    session = host.open_session(system_prompt="sys")
+    session.add_user("hi")
+    session.build_request()
+    session.record_usage({"prompt_tokens": 900, "completion_tokens": 3,
+                          "prompt_tokens_details": {"cached_tokens": 640}})
+    session.build_request()
+    session.record_usage({"input_tokens": 950, "output_tokens": 4,
+                          "input_tokens_details": {"cached_tokens": 700}})
+    first, second = _requests(host, session)
+    assert (first.input_tokens, first.cache_read_tokens) == (900, 640)
+    assert (second.input_tokens, second.cache_read_tokens) == (950, 700)
+    assert host.store.get_session(session.id).cache_read_tokens == 1340

@@ -61,15 +61,21 @@ def record_usage(session: Session, usage: Mapping[str, Any] | Any | None) -> int
     if usage is None:
         return None
 
-    def get(name: str) -> int:
-        value = usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
+    def field(source: Any, name: str) -> Any:
+        return source.get(name) if isinstance(source, Mapping) else getattr(source, name, None)
+
+    def get(name: str, within: str | None = None) -> int:
+        value = field(usage, name) if within is None else field(field(usage, within), name)
         return int(value) if isinstance(value, int | float) else 0
 
     prompt = get("prompt_tokens") or get("input_tokens")
     counts = {
         "input_tokens": prompt,
         "output_tokens": get("completion_tokens") or get("output_tokens"),
-        "cache_read_tokens": get("cache_read_tokens") or get("cache_read_input_tokens"),
+        # Anthropic's names, then OpenAI's cached prompt tokens (chat, then responses API)
+        "cache_read_tokens": get("cache_read_tokens") or get("cache_read_input_tokens")
+        or get("cached_tokens", "prompt_tokens_details")
+        or get("cached_tokens", "input_tokens_details"),
         "cache_write_tokens": get("cache_write_tokens") or get("cache_creation_input_tokens"),
     }
     session.host.store.add_usage(session.id, **counts, reasoning_tokens=get("reasoning_tokens"))
