@@ -92,3 +92,26 @@ def test_costs_sum_the_manifests_and_the_summariser(
     assert row["compactions"] >= 1
     plain = run("sessions", "costs", cid, "--store", str(db))
     assert plain.exit_code == 0 and cid in plain.output
+
+
+def test_export_markdown_marks_compactions_and_the_model_view_redacted(
+    conversation: tuple[Path, str, list[list[dict[str, object]]]], tmp_path: Path,
+) -> None:
+    db, cid, _sent = conversation
+    out = tmp_path / "conversation.md"
+    result = run("sessions", "export", "costly", "--store", str(db), "--format", "markdown",
+                 "-o", str(out))
+    assert result.exit_code == 0, result.output
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("# costly") and f"`{cid}`" in text
+    assert text.count("> **Compaction** (auto, decided by engine:tail") >= 1
+    headings = [line for line in text.splitlines() if line.startswith("### ")]
+    stored = int(text.split("messages stored: ")[1].split(" ")[0])
+    assert len(headings) == stored >= 16  # every stored message, summaries included
+    assert "(not in the model's window)" in headings[0]  # compacted away
+    assert "(not in the model's window)" not in headings[-1]  # the newest answer
+    assert SECRET not in text and "my key is" in text
+    # the marker sits right before the summary it produced
+    marker = text.index("> **Compaction**")
+    following = text[marker:].split("### ", 2)[1]
+    assert following.startswith("assistant") or following.startswith("user")

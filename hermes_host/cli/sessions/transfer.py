@@ -1,4 +1,5 @@
-"""Moving sessions in and out: ``sessions export`` (JSONL, verbatim) and ``sessions import``."""
+"""Moving sessions in and out: ``sessions export`` (JSONL, verbatim; or Markdown to read) and
+``sessions import``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from typing import Any
 
 import click
 
-from hermes_host.models import Message
+from hermes_host.models import CompactionReceipt, Message
+from hermes_host.store import Session, StateStore, StoredMessage
+from hermes_host.store.conversations import ConversationRef
+from hermes_host.store.manifests import RecordingStore
 from hermes_host.transcripts import (
     TranscriptError,
     check_transcript,
@@ -17,9 +21,36 @@ from hermes_host.transcripts import (
     read_text,
 )
 
+from .markdown import conversation_markdown
 from .opening import _common, _dumps_line, _opened, fail, find, only_session_option
 
-__all__ = ["export_cmd", "import_cmd"]
+__all__ = ["EXPORT_FORMATS", "export_cmd", "import_cmd"]
+
+EXPORT_FORMATS = ("jsonl", "markdown")
+
+
+def _markdown(store: StateStore, ref: ConversationRef, members: list[Session],
+              rows: list[StoredMessage]) -> str:
+    """The Markdown export (issue 29), with the receipts and the last request's view."""
+    receipts: list[CompactionReceipt] = []
+    last = None
+    if isinstance(store, RecordingStore):
+        scope = [m.id for m in members]
+        receipts = store.list_receipts(scope)
+        requests = store.list_requests(scope)
+        last = requests[-1] if requests else None
+    return conversation_markdown(ref, rows, receipts, last)
+
+
+def _write(output: Path | None, text: str, what: str, count: int) -> None:
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        fail(f"{output}: cannot write the export: {exc.strerror or exc}")
+    click.echo(f"Exported {count} messages of conversation {what} to {output}", err=True)
 
 
 @click.command("export")
@@ -32,6 +63,10 @@ __all__ = ["export_cmd", "import_cmd"]
 @only_session_option
 @click.option("--lineage", "whole", is_flag=True,
               help="The whole conversation (the default; kept for scripts that pass it).")
+@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), default="jsonl",
+              show_default=True,
+              help="jsonl: the messages verbatim, for backups and re-import; markdown: a "
+              "document to read, each compaction marked where it happened, secrets redacted.")
 def export_cmd(
     store_path: str | None,
     config_path: Path | None,
@@ -41,6 +76,7 @@ def export_cmd(
     active_only: bool,
     only_session: bool,
     whole: bool,
+    fmt: str,
 ) -> None:
     """Every stored message of a conversation (by conversation id, the id of any of its
     sessions, a title or ``last``) as OpenAI-format JSONL, verbatim (``_`` metadata
@@ -59,6 +95,11 @@ def export_cmd(
             r for member in members
             for r in store.all_messages(member.id, include_inactive=not active_only)
         ]
+        if fmt == "markdown":
+            if not only_session and not active_only:
+                rows.sort(key=lambda r: r.id)
+            _write(output, _markdown(store, ref, members, rows), ref.id, len(rows))
+            return
     if not only_session and not active_only:
         rows.sort(key=lambda r: r.id)  # each row once, in the order it was written
     messages = [r.message for r in rows]
