@@ -27,6 +27,7 @@ from langchain_core.messages import (
 from hermes_host.config import HermesConfig
 from hermes_host.host import ContextHost, Session, TurnOutcome
 from hermes_host.integrations._report import logger, report
+from hermes_host.integrations._status import failed_open, integration_status
 from hermes_host.messages import sanitize_for_wire
 from hermes_host.models import Message
 from hermes_host.redact import redact
@@ -106,6 +107,8 @@ class LangChainWindow:
         self._lock = threading.Lock()
         self.last_outcome: TurnOutcome | None = None
         """What the last ``end_turn`` said (status, events such as the compaction lines)."""
+        self._errors: dict[str | None, str] = {}
+        """Per thread: why hermes-host failed open at its last call (``status()["error"]``)."""
 
     # -- conversations ---------------------------------------------------------------------
 
@@ -113,6 +116,15 @@ class LangChainWindow:
         """The hermes-host session of a thread (``None``: the default conversation)."""
         with self._lock:
             return self._conversation(key, "").session
+
+    def status(self, key: str | None = None) -> dict[str, Any]:
+        """hermes-host's ``/status`` of a thread's conversation, always with the documented
+        keys (:data:`~hermes_host.integrations._status.STATUS_KEYS`): ``error`` is ``None``
+        while hermes-host bounds the model input, else why it does not (its last call failed
+        open, or the conversation cannot be read)."""
+        with self._lock:
+            return integration_status(lambda: self._conversation(key, "").session,
+                                      self._errors.get(key), key or self.default_session_id)
 
     def _conversation(self, key: str | None, system_prompt: str) -> _Conversation:
         found = self._conversations.get(key)
@@ -170,8 +182,11 @@ class LangChainWindow:
         Nothing is lost — the graph state still holds every message, and those the store
         missed are stored at the next call."""
         try:
-            return self.window(messages, system_prompt=system_prompt, key=key)
+            window = self.window(messages, system_prompt=system_prompt, key=key)
+            self._errors.pop(key, None)
+            return window
         except Exception as exc:  # the agent's turn must not break on hermes-host
+            self._errors[key] = failed_open(exc)
             logger.warning("[%s] hermes-host failed, the model gets the whole state this "
                            "call: %s: %s", key or self.default_session_id or "default",
                            type(exc).__name__, redact(str(exc)))
@@ -185,6 +200,7 @@ class LangChainWindow:
         try:
             self.record(messages, system_prompt=system_prompt, key=key)
         except Exception as exc:
+            self._errors.setdefault(key, failed_open(exc, "its reply is not stored yet"))
             logger.warning("[%s] hermes-host could not store the reply (it is stored at the "
                            "next call): %s: %s", key or self.default_session_id or "default",
                            type(exc).__name__, redact(str(exc)))

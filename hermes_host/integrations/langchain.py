@@ -96,6 +96,12 @@ class HermesContextMiddleware(AgentMiddleware):  # type: ignore[misc,unused-igno
         ``status()``, ``compress()``, search."""
         return self.hermes.session(thread)
 
+    def status(self, thread: str | None = None) -> dict[str, Any]:
+        """hermes-host's ``/status`` of a thread's conversation (``None``: the default one),
+        always with the documented keys; ``error`` says why hermes-host is not bounding the
+        model input (``None`` while it is)."""
+        return self.hermes.status(thread)
+
     def close(self) -> None:
         """Close the host if the middleware built it."""
         self.hermes.close()

@@ -51,6 +51,12 @@ class HermesPreModelHook:
                                          key=thread_id())
         return {"llm_input_messages": window}
 
+    def status(self, thread: str | None = None) -> dict[str, Any]:
+        """hermes-host's ``/status`` of a thread's conversation (``None``: the default one),
+        always with the documented keys; ``error`` says why hermes-host is not bounding the
+        model input (``None`` while it is)."""
+        return self.window.status(thread)
+
     def post_model_hook(self, state: Mapping[str, Any] | Any) -> dict[str, Any]:
         """A ``post_model_hook``: store the reply; no state update."""
         messages = state["messages"] if isinstance(state, Mapping) else state.messages

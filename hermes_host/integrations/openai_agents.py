@@ -51,6 +51,7 @@ from agents.memory import SessionSettings
 from hermes_host.config import HermesConfig
 from hermes_host.host import ContextHost, Session, TurnOutcome
 from hermes_host.integrations._report import logger, report
+from hermes_host.integrations._status import failed_open, integration_status
 from hermes_host.messages import sanitize_for_wire, text_of
 from hermes_host.models import Message
 from hermes_host.redact import redact
@@ -261,6 +262,8 @@ class HermesSession:
         )
         self.last_outcome: TurnOutcome | None = None
         """What the last ``end_turn`` said (status, events such as the compaction lines)."""
+        self._error: str | None = None
+        """Why :meth:`select_filter` failed open at its last call (``status()["error"]``)."""
 
     def _open(self, session_id: str | None, system_prompt: str, title: str | None) -> Session:
         if session_id is not None:
@@ -370,7 +373,9 @@ class HermesSession:
 
         try:
             items = await self._run(select)
+            self._error = None
         except Exception as exc:  # the run must not break on hermes-host
+            self._error = failed_open(exc, "the input went as it was")
             logger.warning("[%s] hermes-host select_context failed, the input goes as it was: "
                            "%s: %s", self.session_id, type(exc).__name__, redact(str(exc)))
             return model_data
@@ -382,9 +387,12 @@ class HermesSession:
 
     def status(self) -> dict[str, Any]:
         """hermes-host's ``/status`` for this conversation (window tokens, compressions,
-        lineage, engine problems); JSON-ready."""
+        lineage, engine problems); JSON-ready.  Always the documented keys
+        (:data:`~hermes_host.integrations._status.STATUS_KEYS`): ``error`` is ``None``
+        while hermes-host works, else why not (:meth:`select_filter` failed open at its last
+        call, or the conversation cannot be read)."""
         with self._lock:
-            return self.hermes.status()
+            return integration_status(lambda: self.hermes, self._error, self.session_id)
 
     def close(self) -> None:
         """Close the host if this session built it (a shared ``host`` is the caller's)."""
