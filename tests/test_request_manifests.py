@@ -256,3 +256,19 @@ def test_openai_cached_prompt_tokens_are_read_as_cache_reads(tmp_path: Path) -> 
     assert (first.input_tokens, first.cache_read_tokens) == (900, 640)
     assert (second.input_tokens, second.cache_read_tokens) == (950, 700)
     assert host.store.get_session(session.id).cache_read_tokens == 1340
+
+
+def test_a_fitted_list_with_metadata_is_recorded_as_ids_not_copies(tmp_path: Path) -> None:
+    """An integration fits the raw window, ``_`` metadata and all (the OpenAI Agents SDK
+    keeps its items there): the manifest still names the stored rows, no part copies them."""
+    host = make_host(tmp_path, TailEngine(threshold=10**6))
+    session = host.open_session(system_prompt="sys")
+    for n in range(3):
+        session.add_message({"role": "user", "content": f"q{n}", "_framework_items": [n]})
+        session.add_message({"role": "assistant", "content": f"a{n}", "_framework_items": [n]})
+    session.fit_request([{"role": "system", "content": "sys"}, *session.raw_window])
+    (record,) = _requests(host, session)
+    entries = decode_entries(record.entries)
+    assert len(entries) == 7 and all(isinstance(e, int) for e in entries[1:])
+    rebuilt = rebuild_request(host.store, record)
+    assert all(not any(k.startswith("_") for k in m) for m in rebuilt)

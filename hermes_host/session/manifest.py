@@ -149,7 +149,7 @@ def _entries(
     if body and body[0].get("role") == "system":
         system = session._requests.system
         if system is None or system[0] != body[0].get("content"):
-            digest = part(body[0])
+            digest = part(sanitize_for_wire(body[:1])[0])
             system = (str(body[0].get("content")), digest, parts[digest][1])
             session._requests.system = system
         entries.append(system[1])
@@ -162,7 +162,8 @@ def _entries(
     if len(raw) == len(ids):
         for row_id, message in zip(ids, sanitize_for_wire(raw), strict=True):
             by_form.setdefault(part_json(message), row_id)
-    for message in body:
+    # what leaves the process: a caller's own list (fit_request) may carry ``_`` metadata
+    for message in sanitize_for_wire(body):
         found = by_form.get(part_json(message))
         entries.append(found if found is not None else part(message))
     return entries, parts
