@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,17 @@ ID_KEY = "_langchain_id"
 def _canonical(message: Message) -> str:
     return json.dumps(sanitize_for_wire([message])[0], sort_keys=True, ensure_ascii=False,
                       default=str)
+
+
+def _usage(metadata: Mapping[str, Any]) -> dict[str, int]:
+    """LangChain's ``usage_metadata`` as the host's usage counts."""
+    details = metadata.get("input_token_details") or {}
+    return {
+        "input_tokens": int(metadata.get("input_tokens") or 0),
+        "output_tokens": int(metadata.get("output_tokens") or 0),
+        "cache_read_tokens": int(details.get("cache_read") or 0),
+        "cache_write_tokens": int(details.get("cache_creation") or 0),
+    }
 
 
 def thread_id() -> str | None:
@@ -239,6 +250,9 @@ class LangChainWindow:
                 data = {**data, "role": "user"}
             data[ID_KEY] = message.id or f"position-{len(conversation.seen)}"
             conversation.session.add_message(data)
+            usage = getattr(message, "usage_metadata", None)
+            if usage:  # the provider's usage of the call that wrote this reply (issue 29)
+                conversation.session.record_usage(_usage(usage))
             conversation.known_ids.add(str(data[ID_KEY]))
             conversation.seen.append(canon)
             conversation.stored[str(data[ID_KEY])] = _canonical(data)

@@ -46,6 +46,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agents.lifecycle import RunHooks
 from agents.memory import SessionSettings
 
 from hermes_host.config import HermesConfig
@@ -264,6 +265,7 @@ class HermesSession:
         """What the last ``end_turn`` said (status, events such as the compaction lines)."""
         self._error: str | None = None
         """Why :meth:`select_filter` failed open at its last call (``status()["error"]``)."""
+        self._filtering = False  # select_filter has run: it records every model call
 
     def _open(self, session_id: str | None, system_prompt: str, title: str | None) -> Session:
         if session_id is not None:
@@ -304,7 +306,8 @@ class HermesSession:
         session = self.hermes
         system = session.system_prompt
         head: list[Message] = [{"role": "system", "content": system}] if system else []
-        fitted = session.fit_request([*head, *session.raw_window])
+        # once select_filter runs, it records each model call's request itself
+        fitted = session.fit_request([*head, *session.raw_window], record=not self._filtering)
         return fitted[len(head):] if head else fitted
 
     async def add_items(self, items: list[Any]) -> None:
@@ -358,6 +361,8 @@ class HermesSession:
 
         model_data = data.model_data
 
+        self._filtering = True
+
         def select() -> list[Item]:
             messages = items_to_messages(model_data.input)
             selected = self.hermes.select_context(messages)
@@ -380,6 +385,36 @@ class HermesSession:
                            "%s: %s", self.session_id, type(exc).__name__, redact(str(exc)))
             return model_data
         return ModelInputData(input=items, instructions=model_data.instructions)
+
+    def run_hooks(self) -> RunHooks[Any]:
+        """``RunHooks`` that record each model call's provider usage (input, output, cached
+        input tokens) in the store — the SDK hands usage to hooks, never to a session::
+
+            Runner.run(agent, text, session=session, hooks=session.run_hooks(),
+                       run_config=RunConfig(call_model_input_filter=session.select_filter))
+
+        With :meth:`select_filter` too, each model call's request and its usage are
+        recorded together (``hermes-host sessions requests``, ``browse``)."""
+        owner = self
+
+        class _UsageHooks(RunHooks[Any]):  # type: ignore[misc,unused-ignore]
+            async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+                usage = getattr(response, "usage", None)
+                if usage is None:
+                    return
+                details = getattr(usage, "input_tokens_details", None)
+                counts = {
+                    "input_tokens": int(getattr(usage, "input_tokens", 0) or 0),
+                    "output_tokens": int(getattr(usage, "output_tokens", 0) or 0),
+                    "cache_read_tokens": int(getattr(details, "cached_tokens", 0) or 0),
+                }
+                try:
+                    await owner._run(lambda: owner.hermes.record_usage(counts))
+                except Exception as exc:  # the run must not break on hermes-host
+                    logger.warning("[%s] hermes-host could not record usage: %s: %s",
+                                   owner.session_id, type(exc).__name__, redact(str(exc)))
+
+        return _UsageHooks()
 
     async def compress(self, *, force: bool = True, focus: str | None = None) -> Any:
         """The manual ``/compress``: compress the window now (``focus`` favours a topic)."""

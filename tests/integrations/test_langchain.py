@@ -333,3 +333,39 @@ def test_a_crashing_engine_or_store_never_breaks_the_turn(
         assert len(state) == 12
         stored = {m.get(ID_KEY) for m in host.store.active_messages("lc-broken")}
         assert {m.id for m in state} <= stored
+
+
+def scripted_with_usage(turns: int) -> Iterator[AIMessage]:
+    for n, message in enumerate(script(turns)):
+        message.usage_metadata = {"input_tokens": 100 + n, "output_tokens": 10,
+                                  "total_tokens": 110 + n,
+                                  "input_token_details": {"cache_read": 40}}
+        yield message
+
+
+def test_every_model_call_is_recorded_with_the_usage_its_reply_carried(tmp_path: Path) -> None:
+    """Issue 29: the LangChain integration recorded no usage (`sessions list` showed 0/0).
+    Each model call now has a manifest of what the model got, carrying the usage_metadata of
+    the reply it produced."""
+    from hermes_host.store.manifests import rebuild_request
+
+    model = RecordingFakeModel(messages=scripted_with_usage(3), inputs=[])
+    with make_host(tmp_path, context_length=6000) as host:
+        middleware = HermesContextMiddleware(host)
+        agent = create_agent(model, [lookup], system_prompt=SYSTEM, middleware=[middleware],
+                             checkpointer=InMemorySaver())
+        config: Any = {"configurable": {"thread_id": "lc-usage"}}
+        for n in range(3):
+            agent.invoke({"messages": [
+                {"role": "user", "content": f"turn {n}: tell me about topic {n}"}]}, config)
+        session = middleware.session("lc-usage")
+        records = host.store.list_requests(host.store.lineage(session.id))
+        assert len(records) == len(model.inputs) == 6
+        assert [r.input_tokens for r in records] == [100 + n for n in range(6)]
+        assert {r.cache_read_tokens for r in records} == {40}
+        for record, sent in zip(records, model.inputs, strict=True):
+            rebuilt = rebuild_request(host.store, record)
+            assert [m["content"] for m in rebuilt if m["role"] != "system"] == [
+                m.content for m in sent if m.type != "system"]
+        (row,) = host.store.list_conversations()
+        assert row.input_tokens == sum(100 + n for n in range(6))

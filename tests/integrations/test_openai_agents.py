@@ -374,3 +374,40 @@ def test_select_filter_runs_select_engines_on_the_model_input(tmp_path: Path) ->
         stored = [m for m in host.store.active_messages(session.hermes.id)
                   if m["role"] == "user"]
         assert stored[-1]["content"] == question
+
+
+def test_run_hooks_and_select_filter_record_every_model_call_with_its_usage(
+    tmp_path: Path,
+) -> None:
+    """Issue 29: `sessions list` showed 0/0 for an OpenAI Agents conversation although every
+    response carried usage.  With hooks=session.run_hooks() and the select filter, each
+    model call has a manifest carrying the usage the server reported for it."""
+    from agents import RunConfig
+
+    with FakeOpenAI(responder=agent_responder) as fake, ContextHost.from_config(
+        make_config(fake, context_length=6000), store=tmp_path / "state.db"
+    ) as host:
+        session = HermesSession("usage-run", host=host)
+        run_config = RunConfig(call_model_input_filter=session.select_filter)
+
+        async def conversation() -> None:
+            async with make_agent(fake) as agent:
+                for n in range(3):
+                    await Runner.run(agent, f"turn {n}: tell me about topic {n}",
+                                     session=session, run_config=run_config,
+                                     hooks=session.run_hooks())
+
+        asyncio.run(conversation())
+        bodies = [json.loads(r.raw_body) for r in fake.requests if r.raw_body]
+        calls = [b for b in bodies
+                 if any(INSTRUCTIONS in str(m.get("content")) for m in b["messages"])]
+        lineage = host.store.lineage(session.hermes.id)
+        filtered = [r for r in host.store.list_requests(lineage)
+                    if r.details["source"] == "fit_request"]
+        assert len(calls) == 6  # each run: a tool call, then the answer
+        with_usage = [r for r in filtered if r.has_usage]
+        assert len(with_usage) == len(calls)
+        expected = [len(json.dumps(b["messages"])) // 4 for b in calls]
+        assert [r.input_tokens for r in with_usage] == expected
+        conversation_row = host.store.list_conversations()[0]
+        assert conversation_row.input_tokens == sum(expected)
