@@ -125,6 +125,9 @@ def test_receipt_counts_what_a_compaction_did_and_on_post_compress_sees_it(
         before, after = decode_entries(receipt.before_ids), decode_entries(receipt.after_ids)
         assert len(before) == receipt.messages_before and len(after) == receipt.messages_after
         assert set(before) - set(after)  # the rows that left the window
+        rows = host.store.messages_by_id(before)
+        assert sum(p.tokens for p in parts) == sum(
+            host.tokens.count(rows[i].message) for i in before)
     first = next(r for r in receipts if r.status == "committed")
     # the first summary is a new row; what it replaced counts as summarised
     assert first.summary.messages == 1 and first.summarised.messages > 0

@@ -41,10 +41,12 @@ def _key(message: Message) -> tuple[Any, ...]:
 
 
 def classify(
-    before: Sequence[Message], after: Sequence[Message], outcome: str, count: Any
+    before: Sequence[Message], after: Sequence[Message], outcome: str, count: Any,
+    before_counts: Sequence[int] | None = None,
 ) -> dict[str, ReceiptPart]:
     """``kept``, ``pruned``, ``summarised``, ``dropped`` and ``summary`` for a window that went
-    from ``before`` to ``after`` (system prompts excluded; ``count`` counts one message)."""
+    from ``before`` to ``after`` (system prompts excluded; ``count`` counts one message;
+    ``before_counts``, when given, are the counts of ``before`` already known)."""
     after_keys = {_key(m) for m in after}
     before_keys = {_key(m) for m in before}
     after_results = {m.get("tool_call_id") for m in after if m.get("role") == "tool"}
@@ -52,18 +54,21 @@ def classify(
                  and (m.get(SUMMARY_METADATA_KEY) or m.get("role") != "tool")]
     parts = {name: [0, 0] for name in ("kept", "pruned", "summarised", "dropped", "summary")}
 
-    def add(name: str, message: Message) -> None:
+    def add(name: str, message: Message, tokens: int | None = None) -> None:
         parts[name][0] += 1
-        parts[name][1] += count(message)
+        parts[name][1] += count(message) if tokens is None else tokens
 
+    known = before_counts if before_counts is not None and len(before_counts) == len(before) \
+        else None
     gone = "summarised" if outcome in _SUMMARISING and summaries else "dropped"
-    for message in before:
+    for i, message in enumerate(before):
+        tokens = known[i] if known is not None else None
         if _key(message) in after_keys:
-            add("kept", message)
+            add("kept", message, tokens)
         elif message.get("role") == "tool" and message.get("tool_call_id") in after_results:
-            add("pruned", message)
+            add("pruned", message, tokens)
         else:
-            add(gone, message)
+            add(gone, message, tokens)
     for message in summaries:
         add("summary", message)
     return {name: ReceiptPart(messages=n, tokens=t) for name, (n, t) in parts.items()}
@@ -77,7 +82,12 @@ class Attempt:
         self.session = session
         self.trigger = trigger
         self.session_id = session.id
-        self.base = base[1:] if base and base[0].get("role") == "system" else base
+        skip = 1 if base and base[0].get("role") == "system" else 0
+        self.base = base[skip:]
+        running = session._running  # the window's per-message counts, when they match it
+        self.counts: list[int] | None = (
+            [running.count_at(i) for i in range(skip, len(running))]
+            if len(running) == len(base) else None)
         store = session.host.store
         self.enabled = (isinstance(store, RecordingStore)
                         and session.host.config.store.record_requests)
@@ -96,7 +106,7 @@ class Attempt:
         host = session.host
         committed = report.status == "committed"
         after = session._window if committed else self.base
-        parts = classify(self.base, after, report.outcome, host.tokens.count)
+        parts = classify(self.base, after, report.outcome, host.tokens.count, self.counts)
         decided_by, threshold = None, None
         if self.trigger == "auto" and session.last_decision is not None:
             decision, decided_by = session.last_decision
