@@ -142,13 +142,16 @@ def test_pages_cover_every_message_once_and_at_finds_its_page(
     first = conversation_page(store, ref, model_view=True, page_size=5)
     seen: list[int] = []
     markers: list[int] = []
+    requests: list[int] = []
     for n in range(1, first.pages + 1):
         page = conversation_page(store, ref, model_view=True, page=n, page_size=5)
         seen += [i.message.id for i in page.items if i.message]
         markers += [i.receipt.number for i in page.items if i.receipt]
+        requests += [i.request.number for i in page.items if i.request]
     whole = conversation_page(store, ref, model_view=True, page_size=None)
     assert seen == [i.message.id for i in whole.items if i.message]
     assert sorted(markers) == list(range(1, len(markers) + 1))  # each marker on one page
+    assert requests == list(range(1, first.requests + 1))  # each request's mark, in order
     target = seen[-7]
     found = conversation_page(store, ref, model_view=True, at=target, page_size=5)
     assert target in [i.message.id for i in found.items if i.message]

@@ -22,7 +22,7 @@ from starlette.routing import Route
 
 from hermes_host.redact import redact
 from hermes_host.store import SessionNotFoundError, StateStore, StoreError
-from hermes_host.store.conversations import find_conversation
+from hermes_host.store.conversations import ConversationRef, find_conversation, not_found_message
 
 from .render import render
 from .views import conversation_page, conversation_rows, request_page, search_hits
@@ -45,6 +45,25 @@ def create_app(store: StateStore, *, store_label: str = "",
     """The app over ``store`` (which the caller opened, read-only where the backend can, and
     closes)."""
 
+    members: dict[str, ConversationRef] = {}
+
+    def find(by: str) -> ConversationRef:
+        """:func:`find_conversation`, with each lineage's sessions remembered by its newest
+        session's id: a lineage's older sessions never change once rotated, so only the
+        named session and the newest one are read again (a lineage of 900 rotations is
+        900 session reads otherwise)."""
+        try:
+            found = store.resume(by)
+        except SessionNotFoundError:
+            raise SessionNotFoundError(not_found_message(by, store.location)) from None
+        tip_id = store.window_marker(found.id).session_id
+        known = members.get(tip_id)
+        if known is None:
+            known = members[tip_id] = find_conversation(store, by)
+            return known
+        return ConversationRef(asked=by, session=found,
+                               sessions=[*known.sessions[:-1], store.get_session(tip_id)])
+
     def page(template: str, status: int = 200, **context: Any) -> HTMLResponse:
         return HTMLResponse(render(template, store_label=store_label, **context),
                             status_code=status)
@@ -65,7 +84,7 @@ def create_app(store: StateStore, *, store_label: str = "",
         params = request.query_params
         model_view = params.get("view") == "model"
         try:
-            ref = find_conversation(store, by)
+            ref = find(by)
             view = conversation_page(store, ref, model_view=model_view,
                                      page=_int(params.get("page"), 1),
                                      at=_int(params.get("at"), None))
@@ -88,7 +107,7 @@ def create_app(store: StateStore, *, store_label: str = "",
         by = request.path_params["conversation"]
         number = request.path_params["n"]
         try:
-            ref = find_conversation(store, by)
+            ref = find(by)
             view = request_page(store, ref, number)
         except SessionNotFoundError as exc:
             return error("No such conversation", str(exc), 404)

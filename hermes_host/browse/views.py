@@ -8,8 +8,11 @@ templates escape it (Jinja2 autoescape).  Only reading methods of the store are 
 
 from __future__ import annotations
 
+import bisect
 import datetime as _dt
+import itertools
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,8 +41,8 @@ __all__ = [
     "search_hits",
 ]
 
-PAGE_SIZE = 200
-"""Messages per conversation page (a 10,000-message lineage is 50 pages)."""
+PAGE_SIZE = 100
+"""Messages per conversation page (a 10,000-message lineage is 100 pages)."""
 MAX_SHOWN_CHARS = 20_000
 """A message longer than this is cut on the conversation page (the request page and the
 export show it whole)."""
@@ -259,22 +262,45 @@ class ConversationPage:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def lineage_rows(store: StateStore, ref: ConversationRef) -> list[StoredMessage]:
-    """Every stored row of the conversation, each once, in the order written."""
-    rows = [r for s in ref.sessions for r in store.all_messages(s.id)]
-    rows.sort(key=lambda r: r.id)
-    return rows
+class _Rows:
+    """The conversation's rows: an index of ``(id, session_id, active)`` by id, and the rows
+    themselves fetched only for what a page shows (a store with ``message_index`` and
+    ``messages_by_id``; any other store is read whole with ``all_messages``)."""
+
+    def __init__(self, store: StateStore, session_ids: Sequence[str]) -> None:
+        self.store = store
+        index = getattr(store, "message_index", None)
+        self.loaded: dict[int, StoredMessage] = {}
+        if callable(index) and isinstance(store, RecordingStore):
+            self.index: list[tuple[int, str, bool]] = index(session_ids)
+        else:
+            for sid in session_ids:
+                self.loaded.update((r.id, r) for r in store.all_messages(sid))
+            self.index = sorted((r.id, r.session_id, r.active) for r in self.loaded.values())
+
+    def fetch(self, ids: Sequence[int]) -> dict[int, StoredMessage]:
+        missing = [i for i in ids if i not in self.loaded]
+        if missing and isinstance(self.store, RecordingStore):
+            self.loaded.update(self.store.messages_by_id(missing))
+        return {i: self.loaded[i] for i in ids if i in self.loaded}
 
 
-def _receipt_view(number: int, receipt: CompactionReceipt,
-                  rows: dict[int, StoredMessage]) -> ReceiptView:
-    before, after = _ids(receipt.before_ids), _ids(receipt.after_ids)
-    before_set, after_set = set(before), set(after)
-    came_in = [i for i in after if i not in before_set]
-    summaries = [message_view(rows[i], rows[i].message) for i in came_in if i in rows]
+_ROW_NUMBER = re.compile(r"(?<![#\w])\d+(?!\w)")
+"""A row id in encoded entries (a number not inside a ``#`` part hash)."""
+
+
+def _max_row(entries: str) -> int:
+    """The largest row id of encoded entries, without expanding their runs."""
+    return max(map(int, _ROW_NUMBER.findall(entries)), default=0)
+
+
+def _receipt_view(number: int, receipt: CompactionReceipt, before: list[int],
+                  came_in: list[int], rows: dict[int, StoredMessage]) -> ReceiptView:
+    after_set = set(_ids(receipt.after_ids))
     return ReceiptView(
         number=number, receipt=receipt, committed=receipt.status == "committed",
-        after_row=max(before) if before else 0, summaries=summaries,
+        after_row=max(before) if before else 0,
+        summaries=[message_view(rows[i], rows[i].message) for i in came_in if i in rows],
         left=[i for i in before if i not in after_set], came_in=came_in,
         notes=[redact(n) for n in receipt.notes], message=redact(receipt.message or ""),
         when=when(receipt.at),
@@ -286,72 +312,94 @@ def conversation_page(store: StateStore, ref: ConversationRef, *, model_view: bo
                       page_size: int | None = PAGE_SIZE) -> ConversationPage:
     """The ``/c/<conversation>`` page: the lineage as one transcript (``page_size`` rows a
     page, ``None``: all of it), with each compaction's marker and each request's mark at
-    its place; ``at`` picks the page holding that row id."""
+    its place; ``at`` picks the page holding that row id.  Only the page's rows are read
+    whole and redacted."""
     recording = _recording(store)
     ids = [s.id for s in ref.sessions]
-    rows = lineage_rows(store, ref)
+    rows = _Rows(store, ids)
     requests = recording.list_requests(ids) if recording else []
     receipts = recording.list_receipts(ids) if recording else []
-    by_id = {r.id: r for r in rows}
-    markers = [_receipt_view(n, r, by_id) for n, r in enumerate(receipts, 1)]
-    summary_rows = {m.id for v in markers if v.committed for m in v.summaries}
-    listed = [r for r in rows if r.id not in summary_rows]
+
+    # each receipt: where it stands (after the newest row of the window before it) and the
+    # rows it brought in (its summaries, shown inside its marker, not in the list)
+    placed = []
+    summary_rows: set[int] = set()
+    for number, receipt in enumerate(receipts, 1):
+        before = _ids(receipt.before_ids)
+        before_set = set(before)
+        came_in = [i for i in _ids(receipt.after_ids) if i not in before_set]
+        if receipt.status == "committed":
+            summary_rows.update(came_in)
+        placed.append((max(before, default=0), number, receipt, before, came_in))
+    listed = [r for r in rows.index if r[0] not in summary_rows]
 
     # what the model sees now: the last request's rows, else (nothing recorded) the window
     last = requests[-1] if requests else None
-    window = {r.id for r in rows if r.active and r.session_id == ref.tip.id}
+    window = {i for i, sid, active in rows.index if active and sid == ref.tip.id}
     seen = set(_ids(last.entries)) if last else set(window)
     condensed = redact(str(last.details.get("condensed") or "")) if last else ""
 
     size = page_size or max(1, len(listed))
     pages = max(1, -(-len(listed) // size))
     if at is not None:
-        position = next((i for i, r in enumerate(listed) if r.id >= at), len(listed) - 1)
+        position = next((i for i, r in enumerate(listed) if r[0] >= at), len(listed) - 1)
         page = position // size + 1
     page = min(max(1, page or 1), pages)
     chunk = listed[(page - 1) * size : page * size]
-    first = chunk[0].id if chunk else 0
-    last_id = chunk[-1].id if chunk else 0
-    lower = first if page > 1 else -1  # markers before the first row go on page 1
+    first = chunk[0][0] if chunk else 0
+    last_id = chunk[-1][0] if chunk else 0
+    # a page holds the marks placed after (previous page's last row, its last row]; the first
+    # and the last page are open-ended
+    lower = listed[(page - 1) * size - 1][0] + 1 if page > 1 else -1
     upper = last_id if page < pages else float("inf")
 
-    marks = [RequestMark(n, r.tokens, r.prefix_tokens, max(_ids(r.entries), default=0))
-             for n, r in enumerate(requests, 1)]
+    on_page = [p for p in placed if lower <= p[0] <= upper]
+    fetched = rows.fetch([r[0] for r in chunk] + [i for p in on_page for i in p[4]])
     extra: list[tuple[float, int, Item]] = []
-    for v in markers:
-        if lower <= v.after_row <= upper:
-            extra.append((v.after_row, 1, Item("compaction", receipt=v)))
-    for mark in marks:
-        if lower <= mark.after_row <= upper:
-            extra.append((mark.after_row, 2, Item("request", request=mark)))
+    for after_row, number, receipt, before, came_in in on_page:
+        view = _receipt_view(number, receipt, before, came_in, fetched)
+        for m in view.summaries:
+            m.state = "seen" if m.id in seen else ("unsent" if m.id in window else "gone")
+        extra.append((after_row, 1, Item("compaction", receipt=view)))
+    # a request's mark stands after the newest row sent so far (a running maximum: a request
+    # whose newest message went out condensed sent an older row last), found by bisection
+    places = list(itertools.accumulate((_max_row(r.entries) for r in requests), max))
+    for n in range(bisect.bisect_left(places, lower), bisect.bisect_right(places, upper)):
+        record = requests[n]
+        extra.append((places[n], 2, Item("request", request=RequestMark(
+            n + 1, record.tokens, record.prefix_tokens, places[n]))))
+    last_mark = RequestMark(len(requests), last.tokens, last.prefix_tokens,
+                            places[-1]) if last else None
     extra.sort(key=lambda t: (t[0], t[1]))
 
     items: list[Item] = []
     k = 0
-    for row in chunk:
-        while k < len(extra) and extra[k][0] < row.id:
+    limit = MAX_SHOWN_CHARS if page_size else None
+    for row_id, _, _ in chunk:
+        while k < len(extra) and extra[k][0] < row_id:
             items.append(extra[k][2])
             k += 1
-        view = message_view(row, row.message, limit=MAX_SHOWN_CHARS if page_size else None)
-        if row.id in seen:
-            view.state = "seen"
-        elif row.id in window:
-            view.state = "condensed" if condensed else "unsent"
+        row = fetched.get(row_id)
+        if row is None:  # deleted meanwhile
+            continue
+        shown = message_view(row, row.message, limit=limit)
+        if row_id in seen:
+            shown.state = "seen"
+        elif row_id in window:
+            shown.state = "condensed" if condensed else "unsent"
         else:
-            view.state = "gone"
-        items.append(Item("message", message=view))
+            shown.state = "gone"
+        items.append(Item("message", message=shown))
     items += [e[2] for e in extra[k:]]
-    for v in markers:  # the marker's own summaries, seen or not
-        for m in v.summaries:
-            m.state = "seen" if m.id in seen else ("unsent" if m.id in window else "gone")
 
     book = ledger(requests, receipts)
     return ConversationPage(
         ref_id=ref.id, title=redact(ref.tip.title or ""), source=redact(ref.tip.source or ""),
         session_ids=ids, model_view=model_view, page=page, pages=pages,
-        total_messages=len(rows), items=items, recorded=bool(requests),
-        requests=len(requests), compactions=sum(1 for v in markers if v.committed),
-        last_request=marks[-1] if marks else None, condensed=condensed,
+        total_messages=len(rows.index), items=items, recorded=bool(requests),
+        requests=len(requests),
+        compactions=sum(1 for r in receipts if r.status == "committed"),
+        last_request=last_mark, condensed=condensed,
         seen=len(seen), window_tokens=last.tokens if last else None,
         cost=book.as_dict(), page_first=first, page_last=last_id,
     )

@@ -130,6 +130,20 @@ class ManifestRooms(PublishRooms):
                 found[stored.id] = stored
         return found
 
+    @errors("reading the messages' index")
+    def message_index(self, session_ids: Sequence[str]) -> list[tuple[int, str, bool]]:
+        """``(id, session_id, active)`` of every row of these sessions, by id: what a page
+        of ``browse`` needs to place a page of a long lineage without decoding every row."""
+        conn = self._conn()
+        rows: list[tuple[int, str, bool]] = []
+        for chunk in _chunks(list(session_ids)):
+            marks = ", ".join("?" * len(chunk))
+            rows += [(int(i), sid, bool(active)) for i, sid, active in conn.execute(
+                f"SELECT id, session_id, active FROM messages WHERE session_id IN ({marks})",
+                chunk)]
+        rows.sort()
+        return rows
+
     @errors("recording a compaction receipt")
     def record_receipt(self, receipt: CompactionReceipt) -> int:
         with self._tx() as conn:
