@@ -3,13 +3,15 @@ SQLite store that ``hermes-host replay`` wrote from a real transcript (issue 29)
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browse_helpers import SECRET, TITLE, replayed_store, transcript_path
+from browse_helpers import HERMES_HOST, SECRET, TITLE, replayed_store, transcript_path
 from markupsafe import escape
 from starlette.testclient import TestClient
 
@@ -216,3 +218,31 @@ def test_a_store_without_requests_says_so_and_still_shows_the_transcript(
         assert _ids(html, "dimmed") == {r.id for r in rows} - window
         assert client.get(f"/c/{ref.id}/r/1").status_code == 404
         assert "–" in client.get("/").text  # requests column: none recorded
+
+
+def test_sessions_export_html_is_one_self_contained_redacted_page(
+        store_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "conversation.html"
+    done = subprocess.run(
+        [str(HERMES_HOST), "sessions", "export", TITLE, "--format", "html", "-o", str(out),
+         "--store", str(store_file)],
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "HERMES_HOST_HOME": str(tmp_path / "home")})
+    assert done.returncode == 0, done.stderr
+    html = out.read_text(encoding="utf-8")
+    assert "<style>" in html and ".marker" in html  # the CSS inline
+    assert not re.search(r'\b(?:src|href|action)="(?!#)', html)  # only in-page links
+    assert "http://" not in html.split("</style>")[0] and "@import" not in html
+    assert SECRET[8:] not in html and "OPENAI_API_KEY=[REDACTED]" in html
+    with open_store(store_file, read_only=True) as store:  # type: ignore[attr-defined]
+        ref = find_conversation(store, TITLE)
+        committed = [r for r in store.list_receipts([s.id for s in ref.sessions])
+                     if r.status == "committed"]
+        rows = {r.id for s in ref.sessions for r in store.all_messages(s.id)}
+    assert html.count('<section class="marker"') == len(committed)
+    assert {int(m) for m in re.findall(r'id="m(\d+)"', html)} == rows  # every message, 1 page
+    assert 'class="msg role-' in html and " dimmed" in html  # the model view
+    refused = subprocess.run(
+        [str(HERMES_HOST), "sessions", "export", TITLE, "--format", "html", "--only-session",
+         "--store", str(store_file)], capture_output=True, text=True, timeout=120, check=False)
+    assert refused.returncode == 2 and "whole conversation" in refused.stderr

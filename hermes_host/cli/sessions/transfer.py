@@ -1,5 +1,5 @@
-"""Moving sessions in and out: ``sessions export`` (JSONL, verbatim; or Markdown to read) and
-``sessions import``."""
+"""Moving sessions in and out: ``sessions export`` (JSONL or Markdown, secrets redacted unless
+``--verbatim`` asks for a backup) and ``sessions import``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from hermes_host.models import CompactionReceipt, Message
+from hermes_host.redact import redact_output
 from hermes_host.store import Session, StateStore, StoredMessage
 from hermes_host.store.conversations import ConversationRef
 from hermes_host.store.manifests import RecordingStore
@@ -26,11 +27,11 @@ from .opening import _common, _dumps_line, _opened, fail, find, only_session_opt
 
 __all__ = ["EXPORT_FORMATS", "export_cmd", "import_cmd"]
 
-EXPORT_FORMATS = ("jsonl", "markdown")
+EXPORT_FORMATS = ("jsonl", "markdown", "html")
 
 
 def _markdown(store: StateStore, ref: ConversationRef, members: list[Session],
-              rows: list[StoredMessage]) -> str:
+              rows: list[StoredMessage], verbatim: bool) -> str:
     """The Markdown export (issue 29), with the receipts and the last request's view."""
     receipts: list[CompactionReceipt] = []
     last = None
@@ -39,7 +40,7 @@ def _markdown(store: StateStore, ref: ConversationRef, members: list[Session],
         receipts = store.list_receipts(scope)
         requests = store.list_requests(scope)
         last = requests[-1] if requests else None
-    return conversation_markdown(ref, rows, receipts, last)
+    return conversation_markdown(ref, rows, receipts, last, verbatim=verbatim)
 
 
 def _write(output: Path | None, text: str, what: str, count: int) -> None:
@@ -65,8 +66,13 @@ def _write(output: Path | None, text: str, what: str, count: int) -> None:
               help="The whole conversation (the default; kept for scripts that pass it).")
 @click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), default="jsonl",
               show_default=True,
-              help="jsonl: the messages verbatim, for backups and re-import; markdown: a "
-              "document to read, each compaction marked where it happened, secrets redacted.")
+              help="jsonl: the messages, for re-import (with --verbatim: a backup); markdown: a "
+              "document to read, each compaction marked where it happened, secrets redacted; "
+              "html: one self-contained page, the conversation as `hermes-host browse` shows "
+              "it in model view, secrets redacted.")
+@click.option("--verbatim", is_flag=True,
+              help="Writes secrets as stored; for backups.  Without it every secret the "
+              "redactor knows is replaced by [REDACTED] (docs/redaction.md).")
 def export_cmd(
     store_path: str | None,
     config_path: Path | None,
@@ -77,18 +83,27 @@ def export_cmd(
     only_session: bool,
     whole: bool,
     fmt: str,
+    verbatim: bool,
 ) -> None:
     """Every stored message of a conversation (by conversation id, the id of any of its
-    sessions, a title or ``last``) as OpenAI-format JSONL, verbatim (``_`` metadata
-    included), the system prompt first: every session its rotations made, each message
+    sessions, a title or ``last``) as OpenAI-format JSONL (``_`` metadata included), secrets
+    redacted unless ``--verbatim`` (a backup: written as stored), the system prompt first: every session its rotations made, each message
     once, in the order written (with ``--active-only``: its live window).
     ``--only-session``: the rows of the one session named.  With ``--json``: one object
     with ``session`` (the newest session, or the one named), for a conversation also
     ``conversation_id`` and ``sessions``, and ``messages``."""
     if only_session and whole:
         fail("--lineage (the whole conversation) and --only-session contradict each other")
+    if fmt == "html" and (only_session or active_only or as_json):
+        fail("--format html exports the whole conversation as one page; drop --only-session, "
+             "--active-only and --json")
     with _opened(store_path, config_path, create=False) as store:
         ref = find(store, session)
+        if fmt == "html":
+            from hermes_host.browse import conversation_html
+
+            _write(output, conversation_html(store, ref), ref.id, ref.message_count)
+            return
         found = ref.session if only_session else ref.tip
         members = [found] if only_session or active_only else ref.sessions
         rows = [
@@ -98,7 +113,7 @@ def export_cmd(
         if fmt == "markdown":
             if not only_session and not active_only:
                 rows.sort(key=lambda r: r.id)
-            _write(output, _markdown(store, ref, members, rows), ref.id, len(rows))
+            _write(output, _markdown(store, ref, members, rows, verbatim), ref.id, len(rows))
             return
     if not only_session and not active_only:
         rows.sort(key=lambda r: r.id)  # each row once, in the order it was written
@@ -108,13 +123,16 @@ def export_cmd(
     if prompt and not (messages and messages[0].get("role") == "system"):
         messages.insert(0, {"role": "system", "content": prompt})  # kept off the rows
         labels.insert(0, f"the system prompt of {members[0].id}")
+    if not verbatim:
+        messages = redact_output(messages)
     lines = [_dumps_line(m, what) + "\n" for m, what in zip(messages, labels, strict=True)]
     if as_json:
         head: dict[str, Any] = {"session": found.to_dict()}
         if not only_session:
             head.update({"conversation_id": ref.id,
                          "sessions": [m.to_dict() for m in ref.sessions]})
-        text = _dumps_line({**head, "messages": messages}) + "\n"
+        text = _dumps_line({**(head if verbatim else redact_output(head)),
+                            "messages": messages}) + "\n"
     else:
         text = "".join(lines)
     if output is None:
