@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from fence_helpers import (
     Decider,
@@ -11,9 +13,11 @@ from fence_helpers import (
     Hung,
     Returns,
     make_pm,
+    select_request,
     should_request,
 )
 
+from hermes_host import SelectResult, hookimpl
 from hermes_host.config import BreakerSection, HooksSection
 from hermes_host.fence import HookRunner, Provenance
 
@@ -125,3 +129,44 @@ def test_r0_4_none_answers_do_not_count_as_failures() -> None:
             Provenance.NONE
         )
     assert runner.breaker_state()["quiet"]["state"] == "closed"
+
+
+class HalfBroken:
+    """``should_compress`` always fails; ``select_context`` works (issue 30)."""
+
+    def __init__(self) -> None:
+        self.selects = 0
+
+    @hookimpl
+    def should_compress(self, request: Any) -> Any:
+        raise ConnectionError("trigger service down")
+
+    @hookimpl
+    def select_context(self, request: Any) -> Any:
+        self.selects += 1
+        return SelectResult(messages=list(request.messages), decision={"engine": "half"})
+
+
+def test_each_hook_has_its_own_breaker_and_last_error() -> None:
+    """Issue 30: one engine's should_compress failures opened a breaker that also skipped its
+    select_context, and the "last error" then named the other hook."""
+    clock, engine = FakeClock(), HalfBroken()
+    runner = _runner(clock, half=engine)
+    for _ in range(3):
+        runner.call("half", "should_compress", should_request())
+    skipped = runner.call("half", "should_compress", should_request())
+    assert skipped.provenance is Provenance.BREAKER_OPEN
+    assert "hook 'should_compress' skipped" in skipped.error
+    selected = runner.call("half", "select_context", select_request())
+    assert selected.adopted and engine.selects == 1  # not skipped by the other hook's breaker
+    state = runner.breaker_state()["half"]
+    assert state["state"] == "open"  # the plugin's summary: its worst hook
+    assert state["hooks"]["should_compress"]["state"] == "open"
+    assert state["hooks"]["select_context"] == {
+        "state": "closed", "consecutive_failures": 0, "calls": 1, "failures": 0,
+        "last_error": None, "retry_in_seconds": None}
+    assert "hook 'should_compress' raised ConnectionError" in state["last_error"]
+    rows = {row.hook: row for row in runner.health()}
+    assert rows["should_compress"].breaker == "open"
+    assert rows["select_context"].breaker == "closed"
+    assert "should_compress" in (rows["should_compress"].last_error or "")

@@ -55,8 +55,8 @@ class ChatController:
     """Session ids this controller has worked on, oldest first."""
     last_outcome: TurnOutcome | None = None
     """What the last :meth:`Session.end_turn` decided (shown by ``/status``)."""
-    _skip_warned: set[str] = field(default_factory=set, init=False, repr=False)
-    """Plugins whose open breaker was already reported (see :meth:`send`)."""
+    _skip_warned: set[tuple[str, str]] = field(default_factory=set, init=False, repr=False)
+    """Plugin hooks whose open breaker was already reported (see :meth:`send`)."""
     _said: list[str] = field(default_factory=list, init=False, repr=False)
     """The event lines shown during the current turn (see :meth:`_warn`)."""
 
@@ -121,15 +121,17 @@ class ChatController:
         once per opening, not on every turn it stays open."""
         for row in rows:
             if row.breaker in (None, "closed"):
-                self._skip_warned.discard(row.plugin)
-        fresh = [r for r in rows if r.problems > r.skipped or r.plugin not in self._skip_warned]
+                self._skip_warned.discard((row.plugin, row.hook))
+        fresh = [r for r in rows
+                 if r.problems > r.skipped or (r.plugin, r.hook) not in self._skip_warned]
         # a failure an event line of this turn already named ("compression failed, session
         # unchanged: plugin … raised …") is not printed a second time (issue 30)
         fresh = [r for r in fresh
                  if not (r.last_error and any(r.last_error in said for said in self._said))]
         if not fresh:
             return
-        self._skip_warned.update(r.plugin for r in fresh if r.breaker not in (None, "closed"))
+        self._skip_warned.update((r.plugin, r.hook) for r in fresh
+                                 if r.breaker not in (None, "closed"))
         first = fresh[0]
         line = f"engine problem this turn: {first.last_error}"
         if first.breaker not in (None, "closed"):

@@ -36,7 +36,9 @@ class Accounts:
 
     def breaker_state(self) -> dict[str, dict[str, Any]]:
         """Per plugin: ``state`` (closed / open / half_open), counters, last error and the
-        seconds until an open breaker allows a trial call — for ``doctor`` and ``/status``."""
+        seconds until an open breaker allows a trial call, summed up over its hooks, and
+        ``hooks``: the same per hook (each hook has its own breaker) — for ``doctor`` and
+        ``/status``."""
         return self._breakers.state()
 
     def health(self) -> list[HookHealth]:
@@ -63,9 +65,10 @@ class Accounts:
                 self._recorders = [r for r in self._recorders if r is not log_]
 
     def with_breakers(self, rows: Sequence[HookHealth]) -> list[HookHealth]:
-        """``rows`` with each plugin's current breaker state filled in."""
-        states = {name: b["state"] for name, b in self.breaker_state().items()}
-        return [replace(row, breaker=states.get(row.plugin)) for row in rows]
+        """``rows`` with the current state of each row's breaker (its plugin and hook)."""
+        states = {(name, hook): h["state"] for name, b in self.breaker_state().items()
+                  for hook, h in b["hooks"].items()}
+        return [replace(row, breaker=states.get((row.plugin, row.hook))) for row in rows]
 
     def pool_state(self) -> dict[str, Any]:
         """Worker threads, idle ones, leaked ones (in all and per plugin), the per-plugin leak

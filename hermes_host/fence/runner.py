@@ -189,7 +189,7 @@ class HookRunner(Composition, Accounts):
         if not any(impl.plugin is target for impl in caller.get_hookimpls()):
             started.outcome = self._stamp(started, Provenance.NONE, None, None, None)
             return started
-        refusal = self._breakers.admit(plugin, self._pool.stuck(plugin))
+        refusal = self._breakers.admit(plugin, self._pool.stuck(plugin), hook)
         if refusal is not None:
             return self._refuse(started, Provenance.BREAKER_OPEN, refusal, "BreakerOpen")
 
@@ -200,7 +200,7 @@ class HookRunner(Composition, Accounts):
         if settings.isolation == "process":
             pool = self._process_pool(plugin)
             if isinstance(pool, str):
-                self._breakers.release_trial(plugin)
+                self._breakers.release_trial(plugin, hook)
                 return self._refuse(
                     started, Provenance.ERROR, f"{where} not called: {pool}", "IsolationUnavailable"
                 )
@@ -221,7 +221,7 @@ class HookRunner(Composition, Accounts):
         try:
             self._pool.submit(job)
         except PoolRefused as exc:
-            self._breakers.release_trial(plugin)
+            self._breakers.release_trial(plugin, hook)
             return self._refuse(
                 started, Provenance.ERROR, f"{where} not called: {exc}", "PoolExhausted"
             )
