@@ -27,10 +27,10 @@ pluggy gives no per-plugin isolation, no time limit and no protection of its arg
 4. **stamp** (:mod:`.provenance`) — every call ends with one :class:`Provenance`; a stamp is
    final.  A timed-out call can never be overwritten by its late worker, and a late result
    can never leak into a later call (each call has its own rendezvous).
-5. **account** (:mod:`.breaker`) — a per-plugin circuit breaker: after
-   ``hooks.breaker.failures`` consecutive failures the plugin is skipped with a clear message
-   until ``breaker.cooldown_seconds`` pass, then one trial call decides (never while an
-   earlier call of that plugin is still stuck).
+5. **account** (:mod:`.breaker`) — a circuit breaker per plugin and hook: after
+   ``hooks.breaker.failures`` consecutive failures of a hook, the plugin's calls of that hook
+   are skipped with a clear message until ``breaker.cooldown_seconds`` pass, then one trial
+   call decides (never while an earlier call of that plugin is still stuck).
 
 Fail *policies* (what the host does when a call is not adopted) belong to the host; the
 composition helpers implement the two fixed by the hook contracts:
