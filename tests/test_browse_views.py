@@ -246,3 +246,16 @@ def test_sessions_export_html_is_one_self_contained_redacted_page(
         [str(HERMES_HOST), "sessions", "export", TITLE, "--format", "html", "--only-session",
          "--store", str(store_file)], capture_output=True, text=True, timeout=120, check=False)
     assert refused.returncode == 2 and "whole conversation" in refused.stderr
+
+
+@pytest.mark.parametrize("offset", [-30, -10, 0, 5])
+def test_a_long_message_is_cut_on_the_page_and_a_secret_across_the_cut_is_still_redacted(
+        offset: int) -> None:
+    from hermes_host.browse.views import MAX_SHOWN_CHARS, message_view
+
+    start = MAX_SHOWN_CHARS + offset - len("OPENAI_API_KEY=")
+    text = "x " * (start // 2) + f"OPENAI_API_KEY={SECRET} " + "y " * 20_000
+    view = message_view(None, {"role": "tool", "content": text}, limit=MAX_SHOWN_CHARS)
+    assert len(view.text) == MAX_SHOWN_CHARS and view.cut > 30_000
+    for n in range(12, len(SECRET)):  # not even a piece of it
+        assert SECRET[8:n] not in view.text

@@ -43,9 +43,12 @@ __all__ = [
 
 PAGE_SIZE = 100
 """Messages per conversation page (a 10,000-message lineage is 100 pages)."""
-MAX_SHOWN_CHARS = 20_000
+MAX_SHOWN_CHARS = 8_000
 """A message longer than this is cut on the conversation page (the request page and the
 export show it whole)."""
+_REDACT_MARGIN = 4_096
+"""Characters past the cut that are redacted with the text shown (longer than any secret
+form but a PEM block, whose key lines are redacted without its END line)."""
 
 
 def when(ts: float | None) -> str:
@@ -171,14 +174,21 @@ class MessageView:
 
 def message_view(row: StoredMessage | None, message: Message, *, limit: int | None = None,
                  entry_id: int = 0) -> MessageView:
-    """``message`` redacted, for a page (``row``: its stored bookkeeping, if any)."""
+    """``message`` redacted, for a page (``row``: its stored bookkeeping, if any).  With
+    ``limit``, a longer text is cut: only its first ``limit`` + :data:`_REDACT_MARGIN`
+    characters are redacted (a secret that starts before the cut ends within the margin),
+    then it is cut at ``limit``."""
+    content = message.get("content")
+    full = len(content) if isinstance(content, str) else 0
+    if limit is not None and isinstance(content, str) and full > limit + _REDACT_MARGIN:
+        message = {**message, "content": content[: limit + _REDACT_MARGIN]}
     clean = redacted_for_reading([message])[0]
     text = text_of(clean)
     if not isinstance(clean.get("content"), str | list | None):
         text = json.dumps(clean.get("content"), ensure_ascii=False, default=str)
     cut = 0
     if limit is not None and len(text) > limit:
-        cut, text = len(text) - limit, text[:limit]
+        cut, text = max(full, len(text)) - limit, text[:limit]
     calls = []
     for call in clean.get("tool_calls") or []:
         if not isinstance(call, dict):
