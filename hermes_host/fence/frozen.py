@@ -32,12 +32,12 @@ from typing import Any, NoReturn
 from hermes_host.messages import IMMUTABLE_TYPES, Violation, check_invariants, is_summary
 from hermes_host.models import _SHARED_MESSAGE_TYPES
 
-__all__ = ["FrozenDict", "FrozenList", "Splice", "Unfreezable", "Window", "freeze", "thaw",
-           "window_of"]
+__all__ = ["FrozenDict", "FrozenList", "Splice", "Unfreezable", "Window", "common_prefix",
+           "common_suffix", "freeze", "thaw", "window_of"]
 
 READ_ONLY = (
-    "messages are read-only inside the fence (R-10.2): copy before changing one, e.g. "
-    "{**message, key: value} or copy.deepcopy(message)"
+    "messages are read-only (shared, not copied: R-10.2, issue 32): copy before changing one, "
+    "e.g. {**message, key: value} or copy.deepcopy(message)"
 )
 
 
@@ -196,9 +196,9 @@ class Window:
         if len(out) == len(ref) and out == ref:
             return Splice(len(ref), 0, [])
         limit = min(len(out), len(ref))
-        prefix = _common_prefix(out, ref, limit)
+        prefix = common_prefix(out, ref, limit)
         room = limit - prefix
-        suffix = _common_suffix(out, ref, room)
+        suffix = common_suffix(out, ref, room)
         return Splice(prefix, suffix, out[prefix:len(out) - suffix])
 
     def derive(self, cut: Splice, middle: list[FrozenDict]) -> Window:
@@ -277,12 +277,14 @@ class Window:
         return found
 
 
-def _common_prefix(a: list[Any], b: list[Any], room: int) -> int:
+def common_prefix(a: list[Any], b: list[Any], room: int) -> int:
     """The length of the longest equal prefix of ``a`` and ``b`` (at most ``room``): a
     galloping then binary search over C-level slice compares (a window that grew by one
     turn costs a few slice compares, not a Python loop over every message)."""
     if room <= 0 or not (a[0] is b[0] or a[0] == b[0]):
         return 0
+    if a[:room] == b[:room]:  # the common case (nothing changed): one compare
+        return room
     good, step = 1, 2
     while step <= room and a[:step] == b[:step]:
         good, step = step, step * 2
@@ -296,11 +298,13 @@ def _common_prefix(a: list[Any], b: list[Any], room: int) -> int:
     return good
 
 
-def _common_suffix(a: list[Any], b: list[Any], room: int) -> int:
+def common_suffix(a: list[Any], b: list[Any], room: int) -> int:
     """The length of the longest equal suffix of ``a`` and ``b`` (at most ``room``): a
     galloping then binary search over C-level slice compares."""
     if room <= 0 or not (a[-1] is b[-1] or a[-1] == b[-1]):
         return 0
+    if a[len(a) - room:] == b[len(b) - room:]:  # one compare when all of ``room`` is equal
+        return room
     good, step = 1, 2
     while step <= room and a[-step:] == b[-step:]:
         good, step = step, step * 2

@@ -40,6 +40,7 @@ from hermes_host.messages.wire import (
     repair_tool_pairs,
     sanitize_for_wire,
     segments_of,
+    wire_form,
 )
 
 __all__ = [
@@ -65,4 +66,5 @@ __all__ = [
     "tool_call_ids",
     "turn_starts",
     "validate_messages",
+    "wire_form",
 ]

@@ -8,19 +8,32 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from hermes_host.messages.reading import DANGLING_RESULT, copy_data, text_of, tool_call_ids
-from hermes_host.models import Message
+from hermes_host.models import _SHARED_MESSAGE_TYPES, Message
+
+
+def wire_form(message: Message) -> Message | None:
+    """The wire form of one read-only message (R-7.5), shared instead of copied (issue 32):
+    the message itself when it has no top-level ``_`` key, else a read-only copy without them
+    (its values shared).  ``None`` for a mutable message, whose wire form must be a copy."""
+    kind = type(message)
+    if kind not in _SHARED_MESSAGE_TYPES:
+        return None
+    if not any(k.startswith("_") for k in message):
+        return message
+    return kind({k: v for k, v in message.items() if not k.startswith("_")})
 
 
 def sanitize_for_wire(messages: Iterable[Message]) -> list[Message]:
-    """A copy of ``messages`` with every top-level key starting with ``_`` removed (R-7.5)."""
-    return [
-        {
-            k: copy_data(v)
-            for k, v in m.items()
-            if not (isinstance(k, str) and k.startswith("_"))
-        }
-        for m in messages
-    ]
+    """``messages`` with every top-level key starting with ``_`` removed (R-7.5): a copy of
+    each mutable message; a read-only one (the window's, the fence's) is shared as it is, or
+    as a read-only copy when it has ``_`` keys (:func:`wire_form`)."""
+    out: list[Message] = []
+    for m in messages:
+        form = wire_form(m)
+        out.append(form if form is not None else {
+            k: copy_data(v) for k, v in m.items() if not (isinstance(k, str) and k.startswith("_"))
+        })
+    return out
 
 
 def repair_tool_pairs(messages: Sequence[Message]) -> tuple[list[Message], int]:

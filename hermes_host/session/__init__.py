@@ -36,7 +36,7 @@ from hermes_host.session.reports import (
     TurnOutcome,
 )
 from hermes_host.session.user_control import reset_due
-from hermes_host.session.window import _WindowScan
+from hermes_host.session.window import Wire, _WindowScan
 from hermes_host.store import (
     Lease,
     PublishResult,
@@ -121,6 +121,7 @@ class Session:
         self._running = RunningTotal(counter=host.tokens)  # per message of the cached window
         self._requests = RequestLog()  # what each model call received (issue 29)
         self._scan = _WindowScan()
+        self._wire = Wire()  # the cached window's wire forms (issue 32)
         self._cache_clean = False  # the cached window is the raw window as is (no repair)
         self._cache_source: list[Message] | None = None  # the raw list it was built from
         # Read before ``window`` was (see ContextHost.resume): a write in between then shows

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hermes_host import guards as guard_rules
+from hermes_host.fence.frozen import common_prefix, common_suffix
 from hermes_host.injections import Injection, apply_injections
 from hermes_host.messages import (
     normalize_alternation,
@@ -41,24 +42,52 @@ log = logging.getLogger("hermes_host.host")
 def build_request(
     session: Session, injections: Iterable[Injection | str] | None = None
 ) -> list[Message]:
-    """:meth:`Session.build_request`."""
+    """:meth:`Session.build_request`.  What did not change since the last call costs no
+    Python work per message (issue 32): the window's messages are read-only and their wire
+    forms and token counts were made once, as they entered the window; an engine's or an
+    injection's change costs in proportion to itself (found by C-level compares)."""
     session._sync()
     base = session.window()
     session._check_cache(base)
     selected = session._select(base)
+    if selected is not base and len(selected) == len(base) and selected == base:
+        selected = base  # the engines kept the window (the same objects: identity compares)
     extras = list(injections or [])
     request = apply_injections(selected, extras) if extras else selected
-    if request is not base:  # base is normalised already: only a changed list is scanned
-        if _needs_repair(request):
-            request, _ = repair_tool_pairs(request)
-        if _needs_merge(request):
-            request, _ = normalize_alternation(request)
-    wire = sanitize_for_wire(request)
-    return check_fits(session, wire, unchanged=request is base, source="build_request")
+    if request is base:
+        return check_fits(session, session._wire.request(base), unchanged=True,
+                          source="build_request")
+    # base is normalised already: only a changed list is scanned
+    if _needs_repair(request):
+        request, _ = repair_tool_pairs(request)
+    if _needs_merge(request):
+        request, _ = normalize_alternation(request)
+    wire, tokens = _changed_wire(session, base, request)
+    return check_fits(session, wire, unchanged=False, source="build_request", tokens=tokens)
+
+
+def _changed_wire(
+    session: Session, base: list[Message], request: list[Message]
+) -> tuple[list[Message], int]:
+    """The wire form of ``request`` and its tokens, where it shares a prefix and a suffix
+    with ``base`` (the window): their wire forms and counts are the window's, only the
+    middle is sanitised and counted."""
+    n, room = len(base), min(len(base), len(request))
+    p = common_prefix(request, base, room)
+    s = common_suffix(request, base, room - p)
+    forms = session._wire.request(base)
+    middle = request[p:len(request) - s]
+    wire = [*forms[:p], *sanitize_for_wire(middle), *forms[n - s:]]
+    running = session._running
+    if len(running) != n:  # not the window's counts (cannot happen): count it all
+        return wire, session.host.tokens.count_all(wire)
+    tokens = running.total - sum(running.count_at(i) for i in range(p, n - s))
+    return wire, tokens + session.host.tokens.count_all(middle)
 
 
 def check_fits(
-    session: Session, request: list[Message], *, unchanged: bool, source: str | None
+    session: Session, request: list[Message], *, unchanged: bool, source: str | None,
+    tokens: int | None = None,
 ) -> list[Message]:
     """The request within the request budget (``context_length - max_output_tokens``,
     issue 28): a request over it is condensed (:func:`hermes_host.session.bound.fit`), and
@@ -66,7 +95,8 @@ def check_fits(
     line (once per cause), a WARNING log line.  The store keeps every original whole."""
     model = session.host.config.model
     limit = request_budget(model.context_length, model.max_output_tokens)
-    tokens = session.window_tokens if unchanged else session.host.tokens.count_all(request)
+    if tokens is None:  # the caller's count (build_request's) or the window's, else counted
+        tokens = session.window_tokens if unchanged else session.host.tokens.count_all(request)
     fitted, condensed = fit(request, limit, session.host.tokens.count, tokens=tokens)
     session.last_condensed = condensed
     session.last_request_tokens = condensed.tokens_after if condensed else tokens
@@ -137,11 +167,12 @@ def select(session: Session, base: list[Message]) -> list[Message]:
         history, states = None, {}
     request = SelectRequest(
         session_id=session.id,
-        messages=base,
+        messages=[],
         incoming_message=incoming,
         budget_tokens=budget,
         history=history,
     )
+    request.__dict__["messages"] = base  # the window's read-only messages: valid already
     result, stamps = host.runner.chain("select_context", chain, request, states=states)
     for stamp in stamps:
         if stamp.provenance.value == "none":

@@ -7,14 +7,18 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from hermes_host.fence.frozen import Unfreezable, common_prefix, freeze
 from hermes_host.messages import (
     DANGLING_RESULT,
     normalize_alternation,
     repair_tool_pairs,
+    sanitize_for_wire,
     tool_call_ids,
+    wire_form,
 )
 from hermes_host.models import (
     Message,
@@ -94,6 +98,50 @@ class _WindowScan:
         return not self.broken and not self.pending
 
 
+@dataclass
+class Wire:
+    """The wire form of each message of the cached window (R-7.5), computed once per message
+    as it enters the window (issue 32): a read-only message without ``_`` keys is its own wire
+    form, one with them a read-only copy without them.  ``None`` marks a message that could
+    not be made read-only (not JSON-like data): its wire form is copied per request."""
+
+    forms: list[Message | None] = field(default_factory=list)
+    copied: int = 0  # how many ``None``
+
+    def reset(self, messages: Iterable[Message]) -> None:
+        self.forms, self.copied = [], 0
+        self.extend(messages)
+
+    def extend(self, messages: Iterable[Message]) -> None:
+        for message in messages:
+            form = wire_form(message)
+            self.forms.append(form)
+            self.copied += form is None
+
+    def request(self, window: list[Message]) -> list[Message]:
+        """A new list of the wire forms of ``window`` (the window these forms were made
+        for): O(1) Python work unless a message could not be made read-only."""
+        forms = list(self.forms)
+        if self.copied:
+            for i, form in enumerate(forms):
+                if form is None:
+                    forms[i] = sanitize_for_wire([window[i]])[0]
+        return forms  # type: ignore[return-value]
+
+
+def _frozen(messages: Iterable[Message]) -> list[Message]:
+    """``messages`` read-only (each frozen once, as it enters the cached window: the fence
+    then shares them with engines and compares results by identity, issue 32); a message
+    that is not JSON-like data stays as it is."""
+    out: list[Message] = []
+    for message in messages:
+        try:
+            out.append(freeze(message))
+        except Unfreezable:
+            out.append(message)
+    return out
+
+
 def _closes_open_call(message: Message) -> bool:
     """Is this the note :func:`repair_tool_pairs` adds for a call without a result?"""
     return message == {
@@ -115,9 +163,10 @@ def built(session: Session) -> list[Message]:
     if (clean and cache is not None and session._cache_clean
             and cache[0][1] == session.compression_epoch
             and session._cache_source is session._window and cache[0][0] < key[0]):
-        new = session._window[cache[0][0]:]
+        new = _frozen(session._window[cache[0][0]:])
         built = cache[1]  # private: callers get copies
         built.extend(new)
+        session._wire.extend(new)
         session._running.extend(new)
         session._window_cache = (key, built, session._running.total)
         return built
@@ -131,7 +180,8 @@ def built(session: Session) -> list[Message]:
     head: list[Message] = (
         [{"role": "system", "content": session.system_prompt}] if session.system_prompt else []
     )
-    built = head + merged
+    built = _frozen(head + merged)
+    session._wire.reset(built)
     session._window_cache = (key, built, session._count_window(built))
     session._cache_clean = clean
     session._cache_source = session._window
@@ -156,16 +206,13 @@ def count_window(session: Session, built: list[Message]) -> int:
 def check_cache(session: Session, base: list[Message]) -> bool:
     """R-1.3: the previous base (minus its open final message) must be a byte-identical
     prefix of ``base`` unless a compression was committed in between."""
-    # A message equal to the one at the same place last time has the same canonical
-    # form: reuse it, so the check serialises only what is new this turn.
+    # Messages equal to last time's at the same place (found by C-level slice compares,
+    # identity first: the cached window's messages are the same objects) keep their
+    # canonical forms, so the check serialises only what is new this turn (issue 32).
     previous = session._last_base[1] if session._last_base is not None else []
-    canon = [
-        previous[i]
-        if i < len(previous) and i < len(session._last_base_messages)
-        and m == session._last_base_messages[i]
-        else _canonical(m)
-        for i, m in enumerate(base)
-    ]
+    last = session._last_base_messages
+    same = common_prefix(base, last, min(len(base), len(last), len(previous)))
+    canon = previous[:same] + [_canonical(m) for m in base[same:]]
     session._last_base_messages = base
     ok = True
     if session._last_base is not None and session._last_base[0] == session.compression_epoch:
