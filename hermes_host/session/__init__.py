@@ -145,7 +145,9 @@ class Session:
         """Append one OpenAI-format message as is (every key kept) and persist it now.
 
         Raises :class:`~hermes_host.messages.MessageError` for a structurally invalid
-        message; nothing is stored then."""
+        message; nothing is stored then.  When other processes rotate the conversation
+        meanwhile, the message follows them to the newest session and is written there,
+        once (issue 31: it is never refused for a rotation)."""
         validate_messages([message])
         if message.get("role") == "system":
             raise ValueError(
@@ -158,15 +160,22 @@ class Session:
         except Exception:  # the store has its own fallback for a message tiktoken refuses
             counts = None
         store = self.host.store
-        try:
-            (new_id,) = store.append_messages(self.id, [message], token_counts=counts)
-        except StaleSessionError:
-            # Another process rotated the conversation between our check and this write:
-            # the store refused it (nothing goes to a rotated parent); follow and write there.
-            self._sync()
-            (new_id,) = store.append_messages(self.id, [message], token_counts=counts)
+        while True:
+            try:
+                (new_id,) = store.append_messages(self.id, [message], token_counts=counts)
+                break
+            except StaleSessionError:
+                # Another process rotated the conversation between our check and this
+                # write: the store refused it (nothing goes to a rotated parent), so follow
+                # and write there — each refusal means a rotation committed meanwhile, so
+                # this ends when the writers compressing the conversation pause.
+                self._sync()
         self._window.append(message)
-        self._marker = WindowMarker(self.id, new_id, self._marker.active_count + 1)
+        # What the store holds if nothing else changed between our check and this write;
+        # if anything did, the store's marker differs (WindowMarker.active_id_sum) and the
+        # next check takes the window from the store.
+        self._marker = WindowMarker(self.id, new_id, self._marker.active_count + 1,
+                                    self._marker.active_id_sum + new_id)
 
     def add_user(self, content: str | list[dict[str, Any]]) -> None:
         self.add_message({"role": "user", "content": content})

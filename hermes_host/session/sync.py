@@ -84,7 +84,8 @@ def published(session: Session, result: PublishResult, window: list[Message]) ->
     """Our own publish: the marker it leaves, without asking the store (asking could
     absorb another process's write made in between).  ``window`` is what the publish
     left: the new window and the messages it carried over."""
-    last = max([*result.message_ids, *result.carried_ids], default=0)
+    active = [*result.message_ids, *result.carried_ids]
+    last = max(active, default=0)
     if result.session_id == session._marker.session_id:  # archived rows stay the session's
         last = max(last, session._marker.last_message_id)
-    session._marker = WindowMarker(result.session_id, last, len(window))
+    session._marker = WindowMarker(result.session_id, last, len(window), sum(active))

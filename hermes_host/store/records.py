@@ -252,7 +252,13 @@ class WindowMarker:
     Any write to the window by any process changes it: an append or an in-place publish
     raises ``last_message_id``, archiving rows (``/undo``) lowers ``active_count``, and a
     rotation moves ``session_id`` to the newest child.  A live :class:`hermes_host.host.Session`
-    compares it with what it wrote itself to notice another process's writes."""
+    compares it with what it wrote itself to notice another process's writes.
+
+    ``active_count`` alone can match by chance after several writes (issue 31: another
+    process compressed in place and appended as many rows as it archived, in the gap
+    between a session's check and its own append); ``active_id_sum`` cannot: every row
+    added since has a higher id than every row archived since, so equal counts with equal
+    id sums mean the same rows."""
 
     session_id: str
     """The tip of the rotations from the session asked about (that session if not rotated)."""
@@ -260,3 +266,5 @@ class WindowMarker:
     """Highest message id of that session, archived rows included (0 if none)."""
     active_count: int
     """Messages in its window."""
+    active_id_sum: int = 0
+    """The sum of their row ids (see above)."""

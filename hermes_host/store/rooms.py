@@ -144,7 +144,8 @@ class SharedRooms(Generic[C]):
         raise NotImplementedError
 
     def _marker_row(self, conn: C, session_id: str) -> Sequence[Any] | None:
-        """``(end_reason, max message id or 0, active row count)`` of the session."""
+        """``(end_reason, max message id or 0, active row count, sum of active row ids)`` of
+        the session."""
         raise NotImplementedError
 
     def _holder(self, conn: C, session_id: str) -> str | None:
@@ -214,7 +215,8 @@ class SharedRooms(Generic[C]):
                 break
             tip = self._tip(conn, session_id)
         assert row is not None
-        return WindowMarker(tip, last_message_id=int(row[1]), active_count=int(row[2]))
+        return WindowMarker(tip, last_message_id=int(row[1]), active_count=int(row[2]),
+                            active_id_sum=int(row[3]))
 
     def _lost_message(self, conn: C, lease: Lease, doing: str) -> str:
         return lost_lease_message(

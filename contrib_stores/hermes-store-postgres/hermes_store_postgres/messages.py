@@ -185,7 +185,8 @@ class MessageRooms(SessionRooms):
         return conn.execute(
             "SELECT end_reason, "
             "(SELECT coalesce(max(id), 0) FROM messages WHERE session_id = s.id), "
-            "(SELECT count(*) FROM messages WHERE session_id = s.id AND active) "
+            "(SELECT count(*) FROM messages WHERE session_id = s.id AND active), "
+            "(SELECT coalesce(sum(id), 0) FROM messages WHERE session_id = s.id AND active) "
             "FROM sessions s WHERE s.id = %s",
             (session_id,),
         ).fetchone()

@@ -203,7 +203,7 @@ class MessageRooms(SessionRooms):
             elif marker.session_id == session_id:
                 markers[key] = (after, WindowMarker(
                     session_id, max([marker.last_message_id, *ids]),
-                    marker.active_count + len(ids)))
+                    marker.active_count + len(ids), marker.active_id_sum + sum(ids)))
             else:
                 markers[key] = (after, marker)
         return ids
@@ -230,7 +230,8 @@ class MessageRooms(SessionRooms):
         row: Sequence[Any] | None = conn.execute(
             "SELECT end_reason, "
             "(SELECT coalesce(max(id), 0) FROM messages WHERE session_id = s.id), "
-            "(SELECT count(*) FROM messages WHERE session_id = s.id AND active = 1) "
+            "(SELECT count(*) FROM messages WHERE session_id = s.id AND active = 1), "
+            "(SELECT coalesce(sum(id), 0) FROM messages WHERE session_id = s.id AND active = 1) "
             "FROM sessions s WHERE s.id = ?",
             (session_id,),
         ).fetchone()
