@@ -60,7 +60,7 @@ def test_conversations_page_lists_the_conversation_with_its_counts(
     committed = [r for r in store.list_receipts(ids) if r.status == "committed"]  # type: ignore[attr-defined]
     requests = store.list_requests(ids)  # type: ignore[attr-defined]
     assert len(committed) >= 3 and len(ref.sessions) == len(committed) + 1  # each rotated
-    row = re.search(rf'<tr><td><a href="/c/{ref.id}">.*?</tr>', html, re.S)
+    row = re.search(rf'<tr><td[^>]*><a href="/c/{ref.id}">.*?</tr>', html, re.S)
     assert row is not None and TITLE in row.group(0)
     cells = re.findall(r'<td class="n">([^<]*)</td>', row.group(0))
     assert cells[-2:] == [str(len(requests)), str(len(committed))]
