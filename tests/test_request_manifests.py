@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from host_helpers import TailEngine, chat_turn, make_host, transcript_files
 
 from hermes_host import hookimpl
@@ -19,6 +21,7 @@ from hermes_host.store import StoreError
 from hermes_host.store.manifests import (
     decode_entries,
     encode_entries,
+    extend_encoded,
     rebuild_request,
     shared_prefix,
 )
@@ -36,6 +39,19 @@ def test_entries_encode_runs_and_parts_and_decode_back() -> None:
     assert decode_entries("") == [] and decode_entries(None) == []
     assert shared_prefix([1, 2, 3], [1, 2, 3, 4]) == 3
     assert shared_prefix([1, 2, 3], [1, 9, 3, 4]) == 1
+
+
+_entry = st.one_of(st.integers(min_value=1, max_value=40), st.sampled_from(["ab", "cd"]))
+
+
+@given(st.lists(_entry, max_size=12), st.lists(_entry, max_size=12))
+def test_extending_an_encoding_equals_encoding_the_whole(
+    previous: list[int | str], added: list[int | str]
+) -> None:
+    whole = encode_entries(previous + added)
+    last = previous[-1] if previous else None
+    assert extend_encoded(encode_entries(previous), last, added) == whole
+    assert decode_entries(whole) == previous + added
 
 
 def test_every_request_is_recorded_and_rebuilds_exactly_what_was_sent(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from hermes_host.store.manifests import (
     Entry,
     RecordingStore,
     encode_entries,
+    extend_encoded,
     part_hash,
     part_json,
     shared_prefix,
@@ -53,16 +54,23 @@ class RequestLog:
     sent: list[Message] = field(default_factory=list)
     """… its messages …"""
     total: int = 0
-    """… and its tokens (for the next request's shared prefix)."""
+    """… its tokens (for the next request's shared prefix) …"""
+    encoded: str = ""
+    """… and its entries encoded (a request that only grew is encoded by what it gained)."""
     last_id: int | None = None
     """The last manifest's id while no usage was attached to it."""
     failed: bool = False
     """A store refused a manifest (said once)."""
+    recording: tuple[object, bool] | None = None
+    """(the store, whether it records manifests): checked once per store."""
 
 
 def _store(session: Session) -> RecordingStore | None:
     store = session.host.store
-    return store if isinstance(store, RecordingStore) else None
+    known = session._requests.recording
+    if known is None or known[0] is not store:  # an isinstance on a Protocol costs ~100 µs
+        known = session._requests.recording = (store, isinstance(store, RecordingStore))
+    return store if known[1] else None  # type: ignore[return-value]
 
 
 def window_ids(session: Session) -> list[int]:
@@ -109,8 +117,10 @@ def record_request(
         n = shared_prefix(log_.entries, entries)
         if n and n == len(log_.entries):
             prefix = log_.total  # the request only grew: the whole previous one is shared
+            encoded = extend_encoded(log_.encoded, log_.entries[-1], entries[n:])
         else:
             prefix = session.host.tokens.count_all(log_.sent[:n]) if n else 0
+            encoded = encode_entries(entries)
         details: dict[str, Any] = {"source": source}
         if condensed is not None:
             details["condensed"] = condensed.describe()
@@ -119,10 +129,10 @@ def record_request(
         if session.window_warning:
             details["warning"] = redact(session.window_warning)
         log_.last_id = store.record_request(
-            session.id, encode_entries(entries), parts, tokens=tokens,
+            session.id, encoded, parts, tokens=tokens,
             prefix_tokens=min(prefix, tokens), details=details,
         )
-        log_.entries, log_.sent, log_.total = entries, list(sent), tokens
+        log_.entries, log_.sent, log_.total, log_.encoded = entries, list(sent), tokens, encoded
     except StoreError as exc:
         log_.last_id = log_.system = None  # its part is written again next time
         if not log_.failed:

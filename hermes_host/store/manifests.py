@@ -38,6 +38,7 @@ __all__ = [
     "decode_entries",
     "encode_entries",
     "encode_ids",
+    "extend_encoded",
     "part_hash",
     "part_json",
     "rebuild_request",
@@ -83,6 +84,26 @@ def encode_entries(entries: Iterable[Entry]) -> str:
             out.append(PART_PREFIX + entry)
     close()
     return ",".join(out)
+
+
+def extend_encoded(encoded: str, last: Entry | None, added: Sequence[Entry]) -> str:
+    """``encode_entries(previous + added)`` from ``encoded = encode_entries(previous)`` and
+    ``last = previous[-1]``, in O(len(added)): a request that only grew is encoded by what
+    it gained (a run of ids continues across the seam)."""
+    if not added:
+        return encoded
+    tail = encode_entries(added)
+    if not encoded:
+        return tail
+    first = added[0]
+    if isinstance(last, int) and isinstance(first, int) and first == last + 1:
+        head, _, token = encoded.rpartition(",")
+        start = token.split("-", 1)[0]
+        first_token, _, rest = tail.partition(",")
+        end = first_token.split("-", 1)[-1]
+        merged = f"{start}-{end}"
+        return ",".join(t for t in (head, merged, rest) if t)
+    return f"{encoded},{tail}"
 
 
 def encode_ids(ids: Iterable[int]) -> str:

@@ -4,8 +4,10 @@ did (issue 29, :mod:`hermes_host.store.manifests`)."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from hermes_host.models import CompactionReceipt, Message
@@ -40,6 +42,20 @@ def _chunks(values: Sequence[Any]) -> Iterable[Sequence[Any]]:
 class ManifestRooms(PublishRooms):
     """``requests``, ``request_parts`` and ``compactions``."""
 
+    @contextmanager
+    def _window_neutral(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction that changes no window (a manifest, its usage): the window
+        markers this connection cached before it stay valid after it — else every request
+        recorded would make the next ``window_marker`` recount the window (issue 32)."""
+        markers = self._markers()
+        with self._tx() as conn:
+            version = self._version(conn)  # inside the write lock, as append_messages does
+            yield conn
+        after = (version[0], conn.total_changes)
+        for key, (seen, marker) in list(markers.items()):
+            if seen == version:
+                markers[key] = (after, marker)
+
     @errors("recording a request")
     def record_request(
         self,
@@ -51,7 +67,7 @@ class ManifestRooms(PublishRooms):
         prefix_tokens: int,
         details: Mapping[str, Any],
     ) -> int:
-        with self._tx() as conn:
+        with self._window_neutral() as conn:
             if parts:
                 conn.executemany(
                     "INSERT OR IGNORE INTO request_parts (hash, message, tokens) "
@@ -76,7 +92,7 @@ class ManifestRooms(PublishRooms):
         cache_read_tokens: int,
         cache_write_tokens: int,
     ) -> None:
-        with self._tx() as conn:
+        with self._window_neutral() as conn:
             conn.execute(
                 "UPDATE requests SET input_tokens = ?, output_tokens = ?, "
                 "cache_read_tokens = ?, cache_write_tokens = ? WHERE id = ?",
