@@ -259,3 +259,23 @@ def test_a_long_message_is_cut_on_the_page_and_a_secret_across_the_cut_is_still_
     assert len(view.text) == MAX_SHOWN_CHARS and view.cut > 30_000
     for n in range(12, len(SECRET)):  # not even a piece of it
         assert SECRET[8:n] not in view.text
+
+
+def test_browse_refuses_a_missing_store_and_a_taken_port(tmp_path: Path, store_file: Path) -> None:
+    import socket
+
+    from click.testing import CliRunner
+
+    from hermes_host.cli import cli
+
+    env = {"HERMES_HOST_HOME": str(tmp_path / "home")}
+    missing = CliRunner().invoke(cli, ["browse", "--store", str(tmp_path / "none.db")], env=env)
+    assert missing.exit_code == 2 and "no store here yet" in missing.output
+    assert not (tmp_path / "none.db").exists()  # nothing created
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        busy = CliRunner().invoke(cli, ["browse", "--store", str(store_file), "--port",
+                                        str(port)], env=env)
+    assert busy.exit_code == 2 and f"cannot listen on 127.0.0.1:{port}" in busy.output

@@ -50,11 +50,12 @@ def browse(store_path: str | None, config_path: Path | None, host: str, port: in
         store = open_store(location, lease_ttl=ttl, read_only=local is not None)
     except StoreError as exc:
         fail(exc)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     try:
-        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
     except OSError as exc:
+        sock.close()
         store.close()
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
     bound = sock.getsockname()[1]
