@@ -75,7 +75,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
                "Browse the store in a local read-only web app: what the model saw, each "
                "request, each compaction."),
     "sessions": ("sessions", "sessions",
-                 "Stored sessions: list, show, search, lineage, export, import."),
+                 "Stored sessions: list, show, search, lineage, requests, costs, export, import."),
     "store": ("store_cmd", "store",
               "Whole-store operations: migrate a history between stores."),
     "eval": ("eval", "eval_cmd",
