@@ -101,26 +101,29 @@ class _WindowScan:
 @dataclass
 class Wire:
     """The wire form of each message of the cached window (R-7.5), computed once per message
-    as it enters the window (issue 32): a read-only message without ``_`` keys is its own wire
-    form, one with them a read-only copy without them.  ``None`` marks a message that could
-    not be made read-only (not JSON-like data): its wire form is copied per request."""
+    (issue 32), when a request first needs it (a compression pass sends none): a read-only
+    message without ``_`` keys is its own wire form, one with them a read-only copy without
+    them.  ``None`` marks a message that could not be made read-only (not JSON-like data):
+    its wire form is copied per request."""
 
     forms: list[Message | None] = field(default_factory=list)
     copied: int = 0  # how many ``None``
+    todo: list[Message] = field(default_factory=list)  # appended, not made yet
 
     def reset(self, messages: Iterable[Message]) -> None:
-        self.forms, self.copied = [], 0
-        self.extend(messages)
+        self.forms, self.copied, self.todo = [], 0, list(messages)
 
     def extend(self, messages: Iterable[Message]) -> None:
-        for message in messages:
-            form = wire_form(message)
-            self.forms.append(form)
-            self.copied += form is None
+        self.todo.extend(messages)
 
     def request(self, window: list[Message]) -> list[Message]:
         """A new list of the wire forms of ``window`` (the window these forms were made
-        for): O(1) Python work unless a message could not be made read-only."""
+        for): O(1) Python work per message already made, unless it is not read-only."""
+        for message in self.todo:
+            form = wire_form(message)
+            self.forms.append(form)
+            self.copied += form is None
+        self.todo = []
         forms = list(self.forms)
         if self.copied:
             for i, form in enumerate(forms):
