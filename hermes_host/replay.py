@@ -72,10 +72,20 @@ class CompressionRecord:
     message: str | None = None
     summary: dict[str, int] = field(default_factory=dict)
     """The summary's cost as an LLM summariser bills it (requests, input, cached, output)."""
+    decided_by: str | None = None
+    """Who decided to compress: ``engine:NAME`` (its ``should_compress``) or ``host`` (the
+    token threshold rule, also when an engine failed or declined to answer)."""
+    reason: str | None = None
+    """The reason that decision gave (``124 messages > 120``, ``threshold``…)."""
 
     @classmethod
-    def from_report(cls, turn: int, step: int, report: CompressionReport) -> CompressionRecord:
+    def from_report(
+        cls, turn: int, step: int, report: CompressionReport,
+        decided_by: str | None = None, reason: str | None = None,
+    ) -> CompressionRecord:
         return cls(
+            decided_by=decided_by,
+            reason=reason,
             turn=turn,
             step=step,
             tokens_before=report.tokens_before,
@@ -267,7 +277,9 @@ def _replay(
             if outcome.decision.threshold_tokens is not None:
                 threshold = outcome.decision.threshold_tokens
             if outcome.compression is not None:
-                record = CompressionRecord.from_report(turn_of[i], steps, outcome.compression)
+                record = CompressionRecord.from_report(
+                    turn_of[i], steps, outcome.compression, outcome.decided_by,
+                    outcome.decision.reason)
                 compressions.append(record)
                 summary = outcome.compression.summary
                 ledger.add_summary(summary.requests, summary.input_tokens,
