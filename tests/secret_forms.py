@@ -499,4 +499,355 @@ NEGATIVES: list[tuple[str, str]] = [
     ("url", "https://discord.com/api/webhooks"),
     ("style", "Token:              '#f8f8f2',  # pygments style sheet"),
     ("word", "The Key Vault (https://fake.vault.azure.net/) holds the keys."),
+    # issue 31: look-alikes of the forms added for it
+    ("base64 cert", "certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJr"
+                    "VENCK3dJSkFGQUtFZmFrZUZBS0UKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="),
+    ("base64 pubkey", "tls.crt: LS0tLS1CRUdJTiBQVUJMSUMgS0VZLS0tLS0KTUZrd0V3WUhLb1pJemowQ0FRWUlL"
+                      "b1pJemowREFRY0RRZ0FFRkFLRWZha2UKLS0tLS1FTkQgUFVCTElDIEtFWS0tLS0tCg=="),
+    ("base64 image", "![chart](data:image/jpeg;base64,/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAgGBgcG"
+                     "BQgHBwcJCQgKDBQNDAsLDBkSEw8UHRofHh0aHBwgJC4nICIsIxwcKDcpLDAxNDQ0Hyc5PTgy"
+                     "PC4zNDL/)"),
+    ("sha1", "sha1: 2fd4e1c67a2d28fced849ee1bb76e7391b93eb12"),
+    ("sha256 list", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855  a.txt\n"
+                    "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08  b.txt"),
+    ("uuid list", "0f4e2a1c-9b8d-4b2d-9c3e-5d6f7a8b9c0d,550e8400-e29b-41d4-a716-446655440000"),
+    ("clock", "12:34:56 and 1700000000:0 and 20240102:123456"),
+    ("telegram-like", "bot_id: 123456789 and chat 123456789:status"),
+    ("key- words", "key-value-store-backend and key-rotation-policy-2024-q1-draft-notes"),
+    ("prefix words", "the pplx-docs page and AIza is a prefix, sk-learn is a library"),
+    ("prose hash", "the password is #required and the secret is #12345 on the ticket"),
+    ("prose colour", "the token: '#ff00aa' is the highlight colour"),
+    ("k8s", "kind: Secret\ndata:\n  tls.key: ${TLS_KEY_B64}\n  password: <base64>"),
+    ("docs", "Pass client-key-data (base64 of the PEM key) or client-key (a path)."),
+    ("git", "Merge: 3f9c2a7 1b4d6f8\nDate:   Tue Jan 2 12:34:56 2024 +0000"),
+]
+
+
+# ------------------------------------------------------------------------------------------
+# Issue 31: more forms from the providers' own documentation examples and published shapes.
+# Where a provider's documentation prints an example value meant to be copied into docs
+# (AWS's ``AKIAIOSFODNN7EXAMPLE``, jwt.io's token, Telegram's ``123456:ABC-DEF1234ghIkl…``,
+# Mailgun's ``key-3ax6…``), that value is used; otherwise a fake of the documented shape.
+
+
+def _b64(text: str) -> str:
+    import base64
+
+    return base64.b64encode(text.encode()).decode()
+
+
+def _wrapped_b64(text: str) -> str:
+    import base64
+
+    return base64.encodebytes(text.encode()).decode().rstrip("\n")  # ``base64`` wraps at 76
+
+
+def _pem(kind: str, body: str) -> str:
+    return f"-----BEGIN {kind}-----\n{body}\n-----END {kind}-----\n"
+
+
+_EC_BODY = ("MHcCAQEEIFAKEfakeFAKEfakeFAKEfakeFAKEfakeFAKEfake0123oAoGCCqGSM49\n"
+            "AwEHoUQDQgAEFAKEkeyMATERIALfakeFAKEfakeFAKEfakeFAKEfakeFAKEfake0")
+_DSA_BODY = ("MIIBuwIBAAKBgQDFAKEfakeFAKEdsaKEYmaterialFAKEfakeFAKEfakeFAKEfake01\n"
+             "2345fakeFAKEfakeFAKEdsaLINE2fakeFAKEfakeFAKEfakeFAKEfakeFAKEfakeQ==")
+_ENC_BODY = ("MIIFHzBJBgkqhkiG9w0BBQ0wPDAbBgkqhkiG9w0BBQwwDgQIFAKEfakeAgIIADAd\n"
+             "BglghkgBZQMEASoEEFAKEencryptedKEYfakeFAKEfakeFAKEfakeFAKEfake0123")
+_RSA_PEM = _pem("RSA PRIVATE KEY", _PEM_BODY)
+_EC_PEM = _pem("EC PRIVATE KEY", _EC_BODY)
+_OPENSSH_PEM = _pem("OPENSSH PRIVATE KEY", _OPENSSH_BODY)
+_CERT_PEM = _pem("CERTIFICATE", "MIIBkTCB+wIJAFAKEfakeFAKEcertificateNOTsecretFAKEfake0123456789a")
+
+FORMS += [
+    # ------------------------------------------------------------ base64-wrapped private keys
+    Form("kubeconfig_client_key", "Kubernetes kubeconfig users[].user.client-key-data (base64 PEM)",
+         "users:\n- name: fake-admin\n  user:\n    client-certificate-data: "
+         + _b64(_CERT_PEM) + "\n    client-key-data: " + _b64(_RSA_PEM) + "\n",
+         (_b64(_RSA_PEM)[:60], _b64(_RSA_PEM)[-60:]),
+         ("client-key-data: ", "client-certificate-data: " + _b64(_CERT_PEM))),
+    Form("k8s_tls_secret", "Kubernetes TLS Secret (kubernetes.io/tls, data.tls.key base64 PEM)",
+         "apiVersion: v1\nkind: Secret\ntype: kubernetes.io/tls\ndata:\n  tls.crt: "
+         + _b64(_CERT_PEM) + "\n  tls.key: " + _b64(_EC_PEM) + "\n",
+         (_b64(_EC_PEM)[:60], _b64(_EC_PEM)[-40:]), ("tls.key: ", "type: kubernetes.io/tls")),
+    Form("k8s_ssh_secret", "Kubernetes SSH auth Secret (data.ssh-privatekey base64 PEM)",
+         '{"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/ssh-auth", "data": '
+         '{"ssh-privatekey": "' + _b64(_OPENSSH_PEM) + '"}}',
+         (_b64(_OPENSSH_PEM)[:60], _b64(_OPENSSH_PEM)[-40:]), ('"ssh-privatekey": "',)),
+    Form("base64_pem_wrapped", "base64(1) output of a PKCS #8 key (wrapped at 76 columns)",
+         "$ base64 key.pem\n" + _wrapped_b64(_pem("PRIVATE KEY", _PEM_BODY)) + "\n$ ls",
+         tuple(_wrapped_b64(_pem("PRIVATE KEY", _PEM_BODY)).splitlines()[1:3]),
+         ("$ base64 key.pem", "$ ls")),
+    Form("base64_pem_json", "Helm / Terraform output: base64 PEM inside a JSON-encoded string",
+         '{"stdout": "tls_private_key = \\"' + _b64(_RSA_PEM) + '\\"\\nDone"}',
+         (_b64(_RSA_PEM)[:60],), ("Done",)),
+    # ------------------------------------------------------------ PEM of each key type
+    Form("pem_ec", "RFC 5915 EC PRIVATE KEY (openssl ecparam -genkey)", _EC_PEM,
+         tuple(_EC_BODY.splitlines()), ("-----BEGIN EC PRIVATE KEY-----",)),
+    Form("pem_dsa", "DSA PRIVATE KEY (openssl dsa)", _pem("DSA PRIVATE KEY", _DSA_BODY),
+         tuple(_DSA_BODY.splitlines()), ("-----END DSA PRIVATE KEY-----",)),
+    Form("pem_encrypted_pkcs8", "RFC 5958 ENCRYPTED PRIVATE KEY (PKCS #8, PBES2)",
+         _pem("ENCRYPTED PRIVATE KEY", _ENC_BODY), tuple(_ENC_BODY.splitlines()),
+         ("-----BEGIN ENCRYPTED PRIVATE KEY-----",)),
+    Form("pem_collapsed", "a PEM key printed on one line (echo $KEY with the newlines lost)",
+         "KEY is -----BEGIN PRIVATE KEY----- " + _PEM_BODY.replace("\n", " ")
+         + " -----END PRIVATE KEY----- end",
+         _PEM_LINES, (" end",)),
+    # ------------------------------------------------------------ Telegram
+    Form("telegram_bot", "Telegram Bot API documentation example (123456:ABC-DEF1234ghIkl-…)",
+         "Each bot is given a unique authentication token, e.g. "
+         "123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11",
+         ("ABC-DEF1234ghIkl-zyx57W2v1u123ew11",), ("unique authentication token, e.g. ",)),
+    Form("telegram_bot", "Telegram token written as bot<id>:<secret> (python-telegram-bot logs)",
+         "INFO telegram.ext: using bot7012345678:AAFsq73Dgroa7RCAprH0FivnthG-B1_Zt3b for polling",
+         ("AAFsq73Dgroa7RCAprH0FivnthG-B1_Zt3b",), ("INFO telegram.ext: using ", " for polling")),
+    Form("telegram_bot", "Telegram bot token with an 11-digit bot id",
+         "TELEGRAM=12345678901:AAHfakeFAKE3Dgroa7RCAprH0FivnthGB1Zt3",
+         ("AAHfakeFAKE3Dgroa7RCAprH0FivnthGB1Zt3",), ("TELEGRAM=",)),
+    Form("telegram_bot", "Telegram token passed to a bot library (pyTelegramBotAPI)",
+         "bot = telebot.TeleBot('6123456789:AAEfakeFAKEq6xTq6CQJoV9TLiN67ZXyHVAp')",
+         ("AAEfakeFAKEq6xTq6CQJoV9TLiN67ZXyHVAp",), ("bot = telebot.TeleBot('",)),
+    # ------------------------------------------------------------ e-mail
+    Form("mailgun", "Mailgun documentation's example private key (key-3ax6xnjp…)",
+         "curl -s --user 'api:key-3ax6xnjp29jd6fds4gc373sgvjxteol0' "
+         "https://api.mailgun.net/v3/samples.mailgun.org/log",
+         ("3ax6xnjp29jd6fds4gc373sgvjxteol0",), ("https://api.mailgun.net/v3/samples.mailgun.org",)),
+    Form("mailgun", "Mailgun key in a Python client, bare",
+         "mg = Client(auth=('api', 'key-3ax6xnjp29jd6fds4gc373sgvjxteol0'))",
+         ("3ax6xnjp29jd6fds4gc373sgvjxteol0",), ("mg = Client(auth=('api', '",)),
+    Form("sendgrid", "SendGrid key in an Authorization: Bearer header (v3 API docs)",
+         "curl --request POST --url https://api.sendgrid.com/v3/mail/send --header "
+         "'Authorization: Bearer SG.FAKEfakeFAKEfake0123.abcdefFAKEghijklmnopqrstuvwxyz01234"
+         "56789ABCDEFG'",
+         ("abcdefFAKEghijklmnopqrstuvwxyz0123456789ABCDEFG",), ("https://api.sendgrid.com/v3",)),
+    Form("postmark", "Postmark server tokens (X-Postmark-Server-Token: <uuid>)",
+         "X-Postmark-Server-Token: fa4e572d-aa20-4cee-9809-cce177af9e74",
+         ("fa4e572d-aa20-4cee-9809-cce177af9e74",), ("X-Postmark-Server-Token: ",)),
+    # ------------------------------------------------------------ provider keys a char short
+    Form("google_api_key", "Google API key one character shorter than usual (AIza + 34)",
+         "export GOOGLE_MAPS=AIzaSyFAKE_yDDtGjX5XGhGbmutEqh7d5M0owg",
+         ("AIzaSyFAKE_yDDtGjX5XGhGbmutEqh7d5M0owg",), ("export GOOGLE_MAPS=",)),
+    Form("google_api_key", "Google API key in an x-goog-api-key header (Gemini API docs)",
+         "curl https://generativelanguage.googleapis.com/v1beta/models -H "
+         "'x-goog-api-key: AIzaSyDfakeFAKE0123456789abcdefGHIJKLMN'",
+         ("AIzaSyDfakeFAKE0123456789abcdefGHIJKLMN",), ("generativelanguage.googleapis.com",)),
+    Form("perplexity", "Perplexity key one character shorter than usual (pplx- + 47)",
+         "PPLX=pplx-FAKErRK7vwPXizp0IOYDtbti87gYHi4g2GH9aifUlon0JnU",
+         ("FAKErRK7vwPXizp0IOYDtbti87gYHi4g2GH9aifUlon0JnU",), ("PPLX=",)),
+    Form("perplexity", "Perplexity key in a Bearer header (API reference curl example)",
+         "-H 'Authorization: Bearer pplx-FAKE0123456789abcdefghijklmnopqrstuvwxyzABCDEF'",
+         ("FAKE0123456789abcdefghijklmnopqrstuvwxyzABCDEF",), ("Authorization: Bearer ",)),
+    # ------------------------------------------------------------ prose
+    Form("password_prose", "a password in prose holding #",
+         "ok, the password is P@ss#1234word, don't share it",
+         ("P@ss#1234word",), ("ok, the password is ", "don't share it")),
+    Form("password_prose", "a password in prose holding # after letters and digits",
+         "The root password is hunter2#42 for now.",
+         ("hunter2#42",), ("The root password is ", " for now.")),
+    Form("password_prose", "a passphrase in prose starting with #",
+         "my passphrase is #Secr3tFAKE!x please",
+         ("#Secr3tFAKE!x",), ("my passphrase is ", " please")),
+    Form("password_prose", "a token stated in prose with 'should be'",
+         "the deploy token should be Zq9#FAKEw0rd7Lm and nothing else",
+         ("Zq9#FAKEw0rd7Lm",), ("and nothing else",)),
+    # ------------------------------------------------------------ AWS
+    Form("aws_docs_example", "AWS documentation example key pair (AKIAIOSFODNN7EXAMPLE) in env",
+         "export AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE\n"
+         "export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"
+         "export AWS_DEFAULT_REGION=us-west-2",
+         ("AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+         ("export AWS_DEFAULT_REGION=us-west-2",)),
+    Form("aws_configure", "aws configure's prompts with the documented example values",
+         "$ aws configure\nAWS Access Key ID [None]: AKIAIOSFODNN7EXAMPLE\n"
+         "AWS Secret Access Key [None]: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"
+         "Default region name [None]: us-west-2",
+         ("AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+         ("Default region name [None]: us-west-2",)),
+    Form("aws_session", "AWS session token in a credentials file",
+         "[temp]\naws_session_token = IQoJb3JpZ2luX2VjEFAKEfakeFAKEfakeVOgemlicdDOQeQ1cekEtIKf"
+         "Fh8gpCOlyqzNJIZWkEXAMPLE==",
+         ("IQoJb3JpZ2luX2VjEFAKEfakeFAKEfakeVOgemlicdDOQeQ1cekEtIKf",), ("[temp]",)),
+    # ------------------------------------------------------------ GCP / Azure
+    Form("google_oauth_refresh", "Google OAuth token response (refresh_token 1//…)",
+         '{"access_token": "ya29.a0FAKEfakeFAKEfake0123456789abcdefABCDEF", "expires_in": 3599,'
+         ' "refresh_token": "1//0gFAKEfakeFAKE0123456789-L9IrabcdefGHIJKLmnop", '
+         '"token_type": "Bearer"}',
+         ("a0FAKEfakeFAKEfake0123456789abcdefABCDEF", "1//0gFAKEfakeFAKE0123456789-L9Irabcdef"),
+         ('"expires_in": 3599',)),
+    Form("azure_sp_login", "az login --service-principal -u <app-id> -p <client secret>",
+         "az login --service-principal -u 0f4e2a1c-9b8d-4b2d-9c3e-5d6f7a8b9c0d "
+         "-p FAK8Q~fakeFAKEfakeFAKEfake0123456789abc --tenant contoso.onmicrosoft.test",
+         ("FAK8Q~fakeFAKEfakeFAKEfake0123456789abc",), ("--tenant contoso.onmicrosoft.test",)),
+    Form("azure_openai", "Azure OpenAI api-key header (32 hex)",
+         "curl $AZURE_OPENAI_ENDPOINT/openai/deployments?api-version=2024-02-01 "
+         "-H 'api-key: fa4e572daa20ecee7809cce177af9e74'",
+         ("fa4e572daa20ecee7809cce177af9e74",), ("-H 'api-key: ",)),
+    Form("azure_cosmos", "Azure Cosmos DB connection string (AccountEndpoint=…;AccountKey=…)",
+         "AccountEndpoint=https://fake.documents.azure.com:443/;AccountKey=C2y6yDjf5/R+ob0N8A7C"
+         "gv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==;",
+         ("C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM",), ("AccountEndpoint=https://fake.documents",)),
+    Form("azure_devops_pat", "Azure DevOps PAT in a git URL (https://<pat>@dev.azure.com)",
+         "git clone https://fake:FAKEazdo52charpatfakeFAKEfake0123456789abcdefghijkl@dev.azure"
+         ".com/org/proj/_git/repo",
+         ("FAKEazdo52charpatfakeFAKEfake0123456789abcdefghijkl",), ("dev.azure.com/org",)),
+    # ------------------------------------------------------------ forges and registries
+    Form("github_oauth", "gh auth status --show-token (gho_ + 36)",
+         "  - Token: gho_FAKE4N48BnQ9Nxq1s7HJx7vkk80Em0f4Rqqx\n  - Token scopes: 'repo'",
+         ("gho_FAKE4N48BnQ9Nxq1s7HJx7vkk80Em0f4Rqqx",), ("Token scopes: 'repo'",)),
+    Form("github_app", "GitHub App installation token in a clone URL (x-access-token:ghs_…)",
+         "git clone https://x-access-token:ghs_FAKE16C7e42F292c6912E7710c838347Ae178B4a@github.com/o/r",
+         ("ghs_FAKE16C7e42F292c6912E7710c838347Ae178B4a",), ("github.com/o/r",)),
+    Form("github_refresh", "GitHub App user refresh tokens (ghr_)",
+         '{"refresh_token": "ghr_FAKE1B4a2e77838347a7E420ce178F2E7c6912E169246c34E1ccbF66C46812d'
+         '16D5B1A9Dc86A1498"}',
+         ("ghr_FAKE1B4a2e77838347a7E420ce178F2E7c6912E169246c34E1",), ('"refresh_token": "',)),
+    Form("gitlab_oauth_clone", "GitLab PAT in a clone URL (oauth2:glpat-…)",
+         "git remote add origin https://oauth2:glpat-FAKExDDtGjX5XGhGbmut@gitlab.example.test/g/p.git",
+         ("glpat-FAKExDDtGjX5XGhGbmut",), ("gitlab.example.test/g/p.git",)),
+    Form("gitlab_job", "GitLab CI job tokens (glcbt-)",
+         "curl --header 'JOB-TOKEN: glcbt-64_FAKEyDDtGjX5XGhGbmut' https://gitlab.example.test",
+         ("FAKEyDDtGjX5XGhGbmut",), ("https://gitlab.example.test",)),
+    Form("npm", ".npmrc with a GitHub Packages token",
+         "@fake:registry=https://npm.pkg.github.com\n//npm.pkg.github.com/:_authToken="
+         "ghp_FAKE4N48BnQ9Nxq1s7HJx7vkk80Em0f4Rqqx",
+         ("ghp_FAKE4N48BnQ9Nxq1s7HJx7vkk80Em0f4Rqqx",), ("@fake:registry=https://npm.pkg.github.com",)),
+    Form("npm", "npm token in an environment file (NPM_TOKEN=npm_…)",
+         "NPM_TOKEN=npm_FAKEq6xTq6CQJoV9TLiN67ZXyHVApwt8ikv2",
+         ("FAKEq6xTq6CQJoV9TLiN67ZXyHVApwt8ikv2",), ("NPM_TOKEN=",)),
+    Form("pypi", "twine upload with a PyPI token in TWINE_PASSWORD",
+         "TWINE_USERNAME=__token__ TWINE_PASSWORD=pypi-AgEIcHlwaS5vcmcCJDFAKEfakeFAKEfake0123456"
+         "789abcdef twine upload dist/*",
+         ("CJDFAKEfakeFAKEfake0123456789abcdef",), ("twine upload dist/*",)),
+    Form("pypi", "uv publish --token pypi-…",
+         "uv publish --token pypi-AgENdGVzdC5weXBpLm9yZwFAKEfakeFAKEfake0123456789abcdefABC",
+         ("AgENdGVzdC5weXBpLm9yZwFAKEfakeFAKEfake0123456789",), ("uv publish --token ",)),
+    Form("huggingface", "huggingface-cli login --token hf_…",
+         "huggingface-cli login --token hf_FAKEjIlXSNjBoVzoBUvxCC4drj04Wg0Tx3",
+         ("hf_FAKEjIlXSNjBoVzoBUvxCC4drj04Wg0Tx3",), ("huggingface-cli login --token ",)),
+    Form("huggingface", "Hugging Face token in a git URL",
+         "git clone https://fakeuser:hf_FAKEjIlXSNjBoVzoBUvxCC4drj04Wg0Tx3@huggingface.co/o/m",
+         ("hf_FAKEjIlXSNjBoVzoBUvxCC4drj04Wg0Tx3",), ("huggingface.co/o/m",)),
+    # ------------------------------------------------------------ LLM providers
+    Form("openai", "OpenAI key in an Authorization: Bearer header (API reference curl)",
+         'curl https://api.openai.com/v1/models -H "Authorization: Bearer sk-FAKE1234567890abc'
+         'defT3BlbkFJ1234567890abcdefFAKE"',
+         ("sk-FAKE1234567890abcdefT3BlbkFJ1234567890abcdefFAKE",), ("https://api.openai.com",)),
+    Form("openai", "OpenAI service account keys (sk-svcacct-…)",
+         "OPENAI_API_KEY=sk-svcacct-FAKEq6xTq6CQJoV9TLiN67ZXyHVApwt8ikvka2f9lProLtEF",
+         ("FAKEq6xTq6CQJoV9TLiN67ZXyHVApwt8ikvka2f9",), ("OPENAI_API_KEY=",)),
+    Form("anthropic", "Anthropic key in a .env file",
+         "ANTHROPIC_API_KEY=sk-ant-api03-FAKEfakeFAKE0123456789abcdefghijklmnopqrstuvwxyzAB"
+         "CDEFGHIJKLMNOPQRSTUVWXYZ0123456789-FAKEAA\nMODEL=claude",
+         ("FAKEfakeFAKE0123456789abcdefghijklmnop",), ("MODEL=claude",)),
+    Form("anthropic", "Anthropic key in a Python client call",
+         "client = anthropic.Anthropic(api_key='sk-ant-api03-FAKE_q6xTq6CQJoV9TLiN67ZXyHVApwt8-"
+         "ikvka2f9lProLtEFsh2gsxCsBViAzHW1F7S97P9WLd9fDsP7AA')",
+         ("FAKE_q6xTq6CQJoV9TLiN67ZXyHVApwt8",), ("client = anthropic.Anthropic(api_key=",)),
+    Form("mistral", "Mistral / Cohere keys in env files (name-declared)",
+         "MISTRAL_API_KEY=FAKEm1str4lK3yfakeFAKE01234567\nCO_API_KEY=FAKEc0h3r3fakeFAKE0123456789abcdef",
+         ("FAKEm1str4lK3yfakeFAKE01234567", "FAKEc0h3r3fakeFAKE0123456789abcdef"),
+         ("MISTRAL_API_KEY=", "CO_API_KEY=")),
+    # ------------------------------------------------------------ chat
+    Form("slack_bot", "Slack bot tokens (xoxb-) in an env file",
+         "SLACK_BOT_TOKEN=xoxb-1234567890123-1234567890123-FAKEfakeFAKEfake01234567",
+         ("FAKEfakeFAKEfake01234567",), ("SLACK_BOT_TOKEN=",)),
+    Form("slack_user", "Slack user tokens (xoxp-) in a curl call",
+         "curl -d 'token=xoxp-1234567890123-1234567890123-1234567890123-fa4e37c5a5d284414f723"
+         "cdcc80fa060' https://slack.com/api/auth.test",
+         ("fa4e37c5a5d284414f723cdcc80fa060",), ("https://slack.com/api/auth.test",)),
+    Form("slack_webhook", "Slack webhook URL in a JSON config",
+         '{"webhook_url": "https://hooks.slack.com/services/TFAKE0001/BFAKE0002/FAKEfakeFAKEfake012345"}',
+         ("FAKEfakeFAKEfake012345",), ('{"webhook_url": "',)),
+    Form("discord_webhook", "Discord webhook on discordapp.com",
+         "WEBHOOK=https://discordapp.com/api/webhooks/1234567890123456789/FAKEfakeFAKEfake0123456789"
+         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ",
+         ("FAKEfakeFAKEfake0123456789abcdefghijklmnop",), ("WEBHOOK=https://discordapp.com",)),
+    # ------------------------------------------------------------ Stripe, Twilio
+    Form("stripe", "Stripe restricted keys (rk_live_) in a Stripe CLI config",
+         '[default]\nlive_mode_api_key = "rk_live_51FAKEfakeFAKEfake0123456789abcdefABCDEF"',
+         ("rk_live_51FAKEfakeFAKEfake0123456789abcdefABCDEF",), ("[default]",)),
+    Form("stripe", "Stripe secret key in curl -u (API reference: -u sk_test_…:)",
+         "curl https://api.stripe.com/v1/charges -u sk_test_FAKEfake0123456789abcdefGH:",
+         ("sk_test_FAKEfake0123456789abcdefGH",), ("https://api.stripe.com/v1/charges",)),
+    Form("twilio", "Twilio Account SID and auth token in curl -u (API docs)",
+         "curl -X GET https://api.twilio.com/2010-04-01/Accounts.json "
+         "-u AC0123456789abcdef0123456789abcdef:d1ab39cc16484a92dc1d1540218ab954",
+         ("d1ab39cc16484a92dc1d1540218ab954",), ("https://api.twilio.com/2010-04-01",)),
+    # ------------------------------------------------------------ JWTs
+    Form("jwt", "jwt.io's example token (HS256)",
+         "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9l"
+         "IiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+         ("SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",), ()),
+    Form("jwt", "a JWT in a cookie header",
+         "Cookie: access=eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJmYWtlIn0.FAKEsig0123456789abcdefABCDEF",
+         ("FAKEsig0123456789abcdefABCDEF",), ("Cookie: access=",)),
+    Form("jwt", "a Kubernetes service-account token in a kubeconfig",
+         "users:\n- name: sa\n  user:\n    token: eyJhbGciOiJSUzI1NiIsImtpZCI6IkZBS0UifQ.eyJpc3Mi"
+         "OiJrdWJlcm5ldGVzL3NlcnZpY2VhY2NvdW50In0.FAKEsignatureFAKE0123456789abcdef",
+         ("FAKEsignatureFAKE0123456789abcdef",), ("- name: sa",)),
+    # ------------------------------------------------------------ connection URLs, auth
+    Form("connection_url", "MongoDB SRV connection string with a password",
+         "MONGO_URI=mongodb+srv://app:FAKEm0ngoPa55@cluster0.fake.mongodb.net/db?retryWrites=true",
+         ("FAKEm0ngoPa55",), ("cluster0.fake.mongodb.net/db?retryWrites=true",)),
+    Form("connection_url", "Redis URL with an empty user (redis://:password@host)",
+         "redis.from_url('redis://:FAKEr3disPa55@cache.example.test:6379/0')",
+         ("FAKEr3disPa55",), ("@cache.example.test:6379/0",)),
+    Form("connection_url", "MySQL URL (SQLAlchemy mysql+pymysql://user:pass@host)",
+         "engine = create_engine('mysql+pymysql://app:FAKEmysqlPa55@db.example.test/app')",
+         ("FAKEmysqlPa55",), ("@db.example.test/app",)),
+    Form("connection_url", "AMQP URL (RabbitMQ)",
+         "CELERY_BROKER_URL=amqp://guest:FAKEamqpPa55w0rd@rabbit:5672//",
+         ("FAKEamqpPa55w0rd",), ("@rabbit:5672//",)),
+    Form("connection_url", "JDBC URL with password= in its query",
+         "jdbc:postgresql://db.example.test:5432/app?user=app&password=FAKEjdbcPa55&ssl=true",
+         ("FAKEjdbcPa55",), ("&ssl=true",)),
+    Form("connection_url", "an SMTP URL with a password (Django EMAIL_URL)",
+         "EMAIL_URL=smtp+tls://mailer%40example.test:FAKEsmtpPa55@smtp.example.test:587",
+         ("FAKEsmtpPa55",), ("@smtp.example.test:587",)),
+    Form("basic_auth", "RFC 7617 Authorization: Basic (base64 of user:password)",
+         "> Authorization: Basic ZmFrZXVzZXI6RkFLRWJhc2ljUGE1NQ==\n> Accept: */*",
+         ("ZmFrZXVzZXI6RkFLRWJhc2ljUGE1NQ==",), ("> Accept: */*",)),
+    Form("basic_auth", "Proxy-Authorization: Basic",
+         "Proxy-Authorization: Basic cHJveHk6RkFLRXByb3h5UGE1NQ==",
+         ("cHJveHk6RkFLRXByb3h5UGE1NQ==",), ("Proxy-Authorization: Basic ",)),
+    Form("basic_auth", "a basic-auth URL for an HTTP proxy in env",
+         "export HTTPS_PROXY=http://proxyuser:FAKEpr0xyPa55@proxy.example.test:3128",
+         ("FAKEpr0xyPa55",), ("@proxy.example.test:3128",)),
+    Form("git_credentials", "~/.git-credentials line (git-credential-store)",
+         "https://fakeuser:FAKEgitcredPa55@git.example.test",
+         ("FAKEgitcredPa55",), ("https://fakeuser:",)),
+    # ------------------------------------------------------------ .env, config, CLI flags
+    Form("dotenv", "Django SECRET_KEY in a .env",
+         "SECRET_KEY='django-insecure-FAKE8h#k2m!x9q$z@w7e^r&t*y(u)i0o-p'\nALLOWED_HOSTS=*",
+         ("FAKE8h#k2m!x9q$z@w7e^r&t*y(u)i0o-p",), ("ALLOWED_HOSTS=*",)),
+    Form("dotenv", "Postgres password in a docker run -e",
+         "docker run -e POSTGRES_PASSWORD=FAKEd0ckerPa55 -d postgres:16",
+         ("FAKEd0ckerPa55",), ("-d postgres:16",)),
+    Form("dotenv", "PGPASSWORD before a psql command",
+         "PGPASSWORD=FAKEpgenvPa55 psql -h db -U app",
+         ("FAKEpgenvPa55",), ("psql -h db -U app",)),
+    Form("terraform_vars", "terraform.tfvars with a database password",
+         'db_username = "app"\ndb_password = "FAKEtfvarsPa55w0rd"',
+         ("FAKEtfvarsPa55w0rd",), ('db_username = "app"',)),
+    Form("yaml_config", "docker-compose environment list with a password",
+         "    environment:\n      - MYSQL_ROOT_PASSWORD=FAKEcomposePa55\n"
+         "      - MYSQL_DATABASE=app",
+         ("FAKEcomposePa55",), ("MYSQL_DATABASE=app",)),
+    Form("yaml_config", "Spring application.yml datasource password",
+         "spring:\n  datasource:\n    username: app\n    password: FAKEspringPa55\n",
+         ("FAKEspringPa55",), ("username: app",)),
+    Form("json_config", "appsettings.json ClientSecret",
+         '{"AzureAd": {"ClientId": "0f4e2a1c-9b8d-4b2d-9c3e-5d6f7a8b9c0d", "ClientSecret": '
+         '"FAKEclientSecret0123456789"}}',
+         ("FAKEclientSecret0123456789",), ('"ClientId": "0f4e2a1c-9b8d-4b2d-9c3e-5d6f7a8b9c0d"',)),
+    Form("cli_flag", "mysql -p<password> (MySQL client docs)",
+         "mysql -u root -pFAKEmysqlR00t -h 127.0.0.1 app",
+         ("FAKEmysqlR00t",), ("-h 127.0.0.1 app",)),
+    Form("cli_flag", "docker login -p",
+         "docker login -u fakeuser -p FAKEd0ckerL0gin registry.example.test",
+         ("FAKEd0ckerL0gin",), ("registry.example.test",)),
+    Form("cli_flag", "a --password=value flag",
+         "./manage --user admin --password=FAKEflagPa55w0rd --verbose",
+         ("FAKEflagPa55w0rd",), ("--verbose",)),
+    Form("cli_flag", "a --token flag (Vault, many CLIs)",
+         "some-cli deploy --token FAKEt0kenFAKEt0ken0123 --env prod",
+         ("FAKEt0kenFAKEt0ken0123",), ("--env prod",)),
 ]

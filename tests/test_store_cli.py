@@ -189,12 +189,13 @@ def test_export_import_round_trip_is_verbatim(tmp_path: Path) -> None:
     store.append_messages(session.id, original)
     store.close()
     out = tmp_path / "export.jsonl"
-    result = run("sessions", "export", session.id, "--store", str(db), "-o", str(out))
+    result = run("sessions", "export", session.id, "--store", str(db), "-o", str(out),
+                 "--verbatim")
     assert result.exit_code == 0, result.output
     lines = out.read_text(encoding="utf-8").splitlines()
     assert [json.loads(line) for line in lines] == original
     assert list(json.loads(lines[-1])) == ["content", "role", "_meta"]
-    stdout = run("sessions", "export", session.id, "--store", str(db))
+    stdout = run("sessions", "export", session.id, "--store", str(db), "--verbatim")
     assert stdout.output.splitlines() == lines
     imported = run("sessions", "import", str(out), "--store", str(db), "--json",
                    "--title", "copy")
@@ -261,7 +262,7 @@ def test_real_transcripts_import_and_export_verbatim(tmp_path: Path) -> None:
             assert f"{path}:" in result.output and "Traceback" not in result.output
             continue
         session_id = json.loads(result.output)["session_id"]
-        exported = run("sessions", "export", session_id, "--store", str(db))
+        exported = run("sessions", "export", session_id, "--store", str(db), "--verbatim")
         original = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
                     if line.strip()]
         assert [json.loads(line) for line in exported.output.splitlines()] == original

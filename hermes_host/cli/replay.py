@@ -25,6 +25,7 @@ from hermes_host.fence import HookHealth
 from hermes_host.host import ContextHost
 from hermes_host.messages import MessageError
 from hermes_host.plugins import PluginError
+from hermes_host.redact import redact_output
 from hermes_host.replay import CompressionRecord, ReplayResult, replay_transcript, sparkline
 from hermes_host.store import StoreError
 from hermes_host.transcripts import TranscriptError, load_transcript
@@ -187,12 +188,14 @@ def replay(
         host.close()
 
     if as_json:
-        line = json.dumps(result.as_dict(), ensure_ascii=False)
+        # final_request holds the session's own messages: secrets out of stdout (issue 31)
+        shown = redact_output(result.as_dict())
+        line = json.dumps(shown, ensure_ascii=False)
         if not line.isascii():
             try:
                 line.encode("utf-8")
             except UnicodeEncodeError:  # a lone surrogate (a file name not in UTF-8): escape
-                line = json.dumps(result.as_dict(), ensure_ascii=True)
+                line = json.dumps(shown, ensure_ascii=True)
         sys.stdout.write(line + "\n")
         if result.engine_problems:
             count = sum(row.problems for row in result.engine_problems)

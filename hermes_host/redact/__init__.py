@@ -63,6 +63,7 @@ __all__ = [
     "redact",
     "redact_counted",
     "redact_messages",
+    "redact_output",
     "redact_value",
     "redacted_for_reading",
     "redaction_memo",
@@ -232,6 +233,24 @@ def _unchanged_by_redaction(message: Message) -> bool:
                     _redact_arguments(fn["arguments"]) != fn["arguments"]:
                 return False
     return True
+
+
+def redact_output(value: Any) -> Any:
+    """What a reader is shown of stored data — ``sessions show`` / ``search`` / ``export``
+    output and every page of ``hermes-host browse`` (issue 31): ``value`` (a string, a
+    message, a list or dict of them, a JSON payload) with every string redacted.  A dict
+    with a ``role`` is a message: its tool-call arguments are redacted value by value
+    (:func:`redacted_for_reading`), then its other fields (``name``, ``_`` metadata) too.
+    Other types pass unchanged; the input is never changed in place."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list | tuple):
+        return [redact_output(v) for v in value]
+    if isinstance(value, dict):
+        if isinstance(value.get("role"), str):
+            value = redacted_for_reading([value])[0]
+        return {k: redact_output(v) for k, v in value.items()}
+    return value
 
 
 def redact_messages(messages: Iterable[Message]) -> list[Message]:

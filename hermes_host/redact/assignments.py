@@ -35,12 +35,17 @@ def _sub_prose(m: re.Match[str]) -> str:
     else:
         value, quoted = m.group(4).rstrip(".,;:!?)]}"), False
     if (REDACTED in value or _PLACEHOLDER_RE.match(value) or len(value) < 6
-            or value.startswith(("!", "&", "*", "|", ">", "$", "%", "{", "#"))
-            or _COLOR_RE.search(value)):
-        return m.group(0)  # YAML tags/anchors/block scalars, variables, templates, colours
-    has_alpha = any(c.isalpha() for c in value)
-    has_digit = any(c.isdigit() for c in value)
-    has_symbol = any(c in _PROSE_SYMBOLS for c in value)
+            or value.startswith(("!", "&", "*", "|", ">", "$", "%", "{"))
+            or _COLOR_RE.fullmatch(value)):
+        return m.group(0)  # YAML tags/anchors/block scalars, variables, templates, a colour
+    # ``#`` inside a value is part of the password (``P@ss#1234``); a leading one counts
+    # only with more after it (``#hashtag`` and ``#1234`` are not passwords)
+    body = value[1:] if value.startswith("#") else value
+    has_alpha = any(c.isalpha() for c in body)
+    has_digit = any(c.isdigit() for c in body)
+    has_symbol = any(c in _PROSE_SYMBOLS for c in body)
+    if value.startswith("#") and not (has_alpha and has_digit):
+        return m.group(0)
     if not quoted and not (has_alpha and (has_digit or has_symbol)):
         return m.group(0)
     if quoted and " " in value.strip() and not has_digit:
@@ -72,7 +77,7 @@ def _sub_flag(m: re.Match[str]) -> str:
 # ``docker login -u me -p pw``; and ``.netrc`` lines (``machine h login u password pw``).
 _SHORT_P_RE = re.compile(
     r"((?:mysql\w*|mariadb\w*)\b[^\n]*?\s-p[\"']?)(?!\s)([^\s\"']+)"
-    r"|((?:sshpass|(?:docker|podman|helm|oras)\s+(?:registry\s+)?login)\b[^\n]*?\s-p\s+"
+    r"|((?:sshpass|(?:docker|podman|helm|oras|az)\s+(?:registry\s+)?login)\b[^\n]*?\s-p\s+"
     r"[\"']?)"
     r"([^\s\"']+)"
     r"|(machine\s+\S+\s+login\s+\S+\s+password\s+)(\S+)"

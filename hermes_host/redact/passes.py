@@ -26,7 +26,14 @@ from hermes_host.redact.values import (
     REDACTED,
     _Sub,
 )
-from hermes_host.redact.vendor_tokens import _PEM_RE, _TOKEN_PATTERNS, _sub_pem, _token_sub
+from hermes_host.redact.vendor_tokens import (
+    _B64_PEM_RE,
+    _PEM_RE,
+    _TOKEN_PATTERNS,
+    _sub_b64_pem,
+    _sub_pem,
+    _token_sub,
+)
 from hermes_host.redact.wire import (
     _AUTH_HEADER_RE,
     _AWS_SECRET_RE,
@@ -85,7 +92,7 @@ def _here(text: str, at: int) -> int:
 _KW = r"(?:key|secret|token|passw|passphrase|credential|_pwd|_pass)[a-z0-9_.\-]*"
 _EQ_GATE = re.compile(_KW + r"\\?[\"']?\s*=")
 _COLON_GATE = re.compile(_KW + r"\\?[\"']?\s*:")
-_HEADER_WORDS = ("api-key", "-token", "authorization")
+_HEADER_WORDS = ("api-key", "-token", "-key", "-secret", "authorization")
 _FLAG_WORDS = tuple(f"--{w}" for w in ("password", "passwd", "token", "api-key", "apikey",
                                        "secret", "access-token", "auth-token", "client-secret"))
 _CONN_WORDS = ("accountkey", "sharedaccesskey", "primarykey", "secondarykey", "sig=", ";pwd",
@@ -106,7 +113,7 @@ def _name_start(text: str, at: int) -> int:
     floor = max(0, at - 64)
     while start > floor and text[start - 1] in _NAME_CHARS:
         start -= 1
-    if start >= 2 and text[start - 1] == "\\" and text[start] in "nrt":
+    if start >= 1 and text[start - 1] == "\\" and text[start] in "nrt":
         start += 1  # ``\nDB_PASSWORD=...`` inside a JSON string
     return start
 
@@ -168,6 +175,7 @@ _TRIGGER_MAX = 2048
 _TOKENS = object()  # where the token passes run, in _PASSES
 _PASSES: list[_Pass | object] = [
     (_PEM_RE, _sub_pem, lambda t, low: "PRIVATE KEY" in t, None),
+    (_B64_PEM_RE, _sub_b64_pem, lambda t, low: "LS0tLS1CRUdJTi" in t, None),
     (_AUTH_HEADER_RE, _sub_auth_header, lambda t, low: "authorization" in low, None),
     (_KEY_HEADER_RE, _sub_key_header, lambda t, low: any(w in low for w in _HEADER_WORDS),
      None),
@@ -233,6 +241,7 @@ _PREFILTER_WORDS = (
     "key", "token", "secret", "passw", "passphrase", "passcode", "_pwd", "_pass",
     "credential", "sig=", ";pwd", "; pwd", "authorization", "://", "curl", "cookie", " -b",
     '"auth', "sk-", "mysql", "mariadb", "sshpass", " login", "machine ", "bearer",
+    "ls0tls1crudjti",
 )
 _PREFILTER = re.compile("|".join(map(re.escape, _PREFILTER_WORDS)))
 

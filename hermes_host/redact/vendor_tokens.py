@@ -4,6 +4,7 @@ removed whole (R-7.1)."""
 
 from __future__ import annotations
 
+import base64
 import re
 
 from hermes_host.redact.values import _WORDISH, REDACTED, _looks_random, _Sub
@@ -20,7 +21,10 @@ _PEM_RE = re.compile(
     r"(?:(?P<body>.{0,20000}?)(?P<end>-----END (?P=kind)-----)"
     # No END marker (truncated output): only the key-shaped lines that follow, so a secret
     # written after the cut (``sshpass -p …``) is left for the other rules to find.
-    rf"|(?P<tail>(?:{_PEM_SEP}+{_PEM_LINE}(?![A-Za-z0-9+/=]))+))",
+    # A line ends where a line, a quoted string or the text ends: one running on into
+    # ``.word`` (the next JWT segment) or ``[REDACTED]`` (``NAME=`` after a redaction) is not
+    # a key line — the second keeps redact() idempotent.
+    rf"|(?P<tail>(?:{_PEM_SEP}+{_PEM_LINE}(?=$|[\s\"'`,;)\]}}<>\\]))+))",
     re.DOTALL,
 )
 
@@ -30,6 +34,26 @@ def _sub_pem(m: re.Match[str]) -> str:
     if not (body or "").strip() or (body or "").strip() == REDACTED:
         return m.group(0)  # nothing (left) to hide: keeps redact() idempotent
     return f"{m.group(1)}{REDACTED}{m.group('end') or ''}"
+
+
+# A PEM private key encoded in base64 as a whole (kubeconfig ``client-key-data``, a
+# Kubernetes Secret's ``tls.key``, Helm values): ``-----BEGIN`` encodes to ``LS0tLS1CRUdJTi``
+# at any base64 alignment that starts the value.  The value (wrapped lines included) goes
+# when its decoded head is a private-key header — a base64 certificate or public key stays.
+_B64_PEM_RE = re.compile(
+    r"LS0tLS1CRUdJTi(?:[A-Za-z0-9+/]|(?:\r?\n|\\n)(?=[A-Za-z0-9+/]))+={0,2}"
+)
+_B64_PEM_HEAD = 96  # base64 characters enough to decode ``-----BEGIN … PRIVATE KEY-----``
+
+
+def _sub_b64_pem(m: re.Match[str]) -> str:
+    head = re.sub(r"\\n|\s", "", m.group(0))[:_B64_PEM_HEAD]
+    head = head[: len(head) - len(head) % 4]
+    try:
+        decoded = base64.b64decode(head).decode("ascii", "replace")
+    except ValueError:
+        return m.group(0)
+    return REDACTED if "PRIVATE KEY" in decoded else m.group(0)
 
 
 # Literal-first patterns (no leading ``\b``) let the regex engine scan for the prefix fast;
@@ -46,7 +70,7 @@ _TOKEN_PATTERNS: list[tuple[re.Pattern[str], bool, tuple[str, ...] | re.Pattern[
     (re.compile(r"github_pat_[A-Za-z0-9_]{22,}"), False, ("github_pat_",)),
     (re.compile(r"A(?:KIA|SIA|GPA|IDA|ROA|IPA|NPA|NVA)[A-Z0-9]{16}\b"), False,
      ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA")),
-    (re.compile(r"AIza[0-9A-Za-z_\-]{35}"), False, ("AIza",)),
+    (re.compile(r"AIza[0-9A-Za-z_\-]{30,45}(?![0-9A-Za-z_\-])"), False, ("AIza",)),
     (re.compile(r"xox[abposr]-[A-Za-z0-9][A-Za-z0-9\-]{9,}"), True, ("xox",)),
     (re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]{20,}"), False,
      ("hooks.slack.com",)),
@@ -54,19 +78,19 @@ _TOKEN_PATTERNS: list[tuple[re.Pattern[str], bool, tuple[str, ...] | re.Pattern[
     (re.compile(r"glpat-[A-Za-z0-9_\-]{20,}"), False, ("glpat-",)),
     (re.compile(r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"), False, ("k_live_", "k_test_")),
     (re.compile(r"whsec_[A-Za-z0-9+/=]{20,}"), False, ("whsec_",)),
-    (re.compile(r"npm_[A-Za-z0-9]{36}\b"), False, ("npm_",)),
+    (re.compile(r"npm_[A-Za-z0-9]{32,40}\b"), False, ("npm_",)),
     (re.compile(r"pypi-AgE[A-Za-z0-9_\-]{20,}"), False, ("pypi-AgE",)),
-    (re.compile(r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}"), False, ("SG.",)),
+    (re.compile(r"SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,50}"), False, ("SG.",)),
     (re.compile(r"dop_v1_[a-f0-9]{64}"), False, ("dop_v1_",)),
     (re.compile(r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), False,
      ("eyJ",)),
     # --- further self-identifying formats (written from each vendor's token documentation;
     # the families follow the rule sets of gitleaks, trufflehog and detect-secrets)
     # LLM and ML providers
-    (re.compile(r"pplx-[A-Za-z0-9]{40,}"), False, ("pplx-",)),
+    (re.compile(r"pplx-[A-Za-z0-9]{32,}"), False, ("pplx-",)),
     (re.compile(r"fal_[A-Za-z0-9_\-]{20,}"), True, ("fal_",)),
-    (re.compile(r"gsk_[A-Za-z0-9]{40,}"), False, ("gsk_",)),
-    (re.compile(r"xai-[A-Za-z0-9]{40,}"), False, ("xai-",)),
+    (re.compile(r"gsk_[A-Za-z0-9]{32,}"), False, ("gsk_",)),
+    (re.compile(r"xai-[A-Za-z0-9]{32,}"), False, ("xai-",)),
     (re.compile(r"r8_[A-Za-z0-9]{30,}"), True, ("r8_",)),
     (re.compile(r"api_org_[A-Za-z]{30,}\b"), False, ("api_org_",)),
     # Google: OAuth access tokens, OAuth client secrets, FCM server keys
@@ -81,28 +105,28 @@ _TOKEN_PATTERNS: list[tuple[re.Pattern[str], bool, tuple[str, ...] | re.Pattern[
      ("gldt-", "glrt-", "glptt-", "glsoat-", "glcbt-", "glft-", "glimt-", "glagent-", "gloas-",
       "glffct-")),
     (re.compile(r"GR1348941[A-Za-z0-9_\-]{20,}"), False, ("GR1348941",)),
-    (re.compile(r"rubygems_[a-f0-9]{48}\b"), False, ("rubygems_",)),
+    (re.compile(r"rubygems_[a-f0-9]{40,56}\b"), False, ("rubygems_",)),
     (re.compile(r"hv[sb]\.[A-Za-z0-9_\-]{90,}"), False, ("hvs.", "hvb.")),
     (re.compile(r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=\-]{60,}"), False,
      re.compile(r"\.atlasv1\.")),
     (re.compile(r"dp\.(?:pt|st|sa|ct|scim|audit)\.(?:[A-Za-z0-9_\-]{1,40}\.)?[A-Za-z0-9]{40,}"),
      False, ("dp.",)),
-    (re.compile(r"pul-[a-f0-9]{40}\b"), False, ("pul-",)),
-    (re.compile(r"dapi[a-f0-9]{32}(?:-\d)?\b"), False, ("dapi",)),
+    (re.compile(r"pul-[a-f0-9]{36,44}\b"), False, ("pul-",)),
+    (re.compile(r"dapi[a-f0-9]{28,40}(?:-\d)?\b"), False, ("dapi",)),
     (re.compile(r"do[opr]_v1_[a-f0-9]{64}\b"), False, ("_v1_",)),
     (re.compile(r"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b|glc_[A-Za-z0-9+/]{32,}={0,3}"), False,
      ("glsa_", "glc_")),
     (re.compile(r"sntry[us]_[A-Za-z0-9+/=_]{40,}"), False, ("sntry",)),
     (re.compile(r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}\b"), False, ("PMAK-",)),
-    (re.compile(r"lin_(?:api|oauth)_[A-Za-z0-9]{40}\b"), False, ("lin_",)),
-    (re.compile(r"ntn_[0-9]{11}[A-Za-z0-9]{35}\b"), False, ("ntn_",)),
+    (re.compile(r"lin_(?:api|oauth)_[A-Za-z0-9]{32,48}\b"), False, ("lin_",)),
+    (re.compile(r"ntn_[0-9]{8,14}[A-Za-z0-9]{28,40}\b"), False, ("ntn_",)),
     (re.compile(r"ATATT3[A-Za-z0-9_\-=]{100,}"), False, ("ATATT3",)),
     (re.compile(r"ops_eyJ[A-Za-z0-9+/=]{100,}"), False, ("ops_eyJ",)),
     (re.compile(r"AGE-SECRET-KEY-1[0-9A-Z]{58}\b"), False, ("AGE-SECRET-KEY-1",)),
     (re.compile(r"tskey-[a-z]+-[A-Za-z0-9]+-[A-Za-z0-9]{20,}"), False, ("tskey-",)),
-    (re.compile(r"sbp_[a-f0-9]{40}\b"), False, ("sbp_",)),
-    (re.compile(r"HRKU-AA[A-Za-z0-9_\-]{58}"), False, ("HRKU-AA",)),
-    (re.compile(r"NR(?:AK|II)-[A-Za-z0-9]{27}\b"), False, ("NRAK-", "NRII-")),
+    (re.compile(r"sbp_[a-f0-9]{36,44}\b"), False, ("sbp_",)),
+    (re.compile(r"HRKU-AA[A-Za-z0-9_\-]{50,66}"), False, ("HRKU-AA",)),
+    (re.compile(r"NR(?:AK|II)-[A-Za-z0-9]{24,32}\b"), False, ("NRAK-", "NRII-")),
     (re.compile(r"LTAI[A-Za-z0-9]{20}\b"), True, ("LTAI",)),
     (re.compile(r"sk\.eyJ[A-Za-z0-9_\-]{20,}\.[A-Za-z0-9_\-]{15,}"), False, ("sk.eyJ",)),
     # chat and messaging
@@ -114,19 +138,22 @@ _TOKEN_PATTERNS: list[tuple[re.Pattern[str], bool, tuple[str, ...] | re.Pattern[
      re.compile(r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27}")),
     (re.compile(r"(?P<pre>https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/)"
                 r"(?P<secret>[A-Za-z0-9_\-]{30,})"), False, ("/api/webhooks/",)),
-    # Telegram bot tokens: ``<bot id>:<35 chars>``, bare or in ``api.telegram.org/bot<token>/``
-    (re.compile(r"\d{8,10}:[A-Za-z0-9_\-]{35}(?![A-Za-z0-9_\-])"), True,
-     re.compile(r":[A-Za-z0-9_\-]{35}")),
-    (re.compile(r"SK[0-9a-fA-F]{32}\b"), False, ("SK",)),
+    # Telegram bot tokens: ``<bot id>:<35 chars>`` (ids of 5 to 15+ digits; the secret's
+    # length a plausible range around 35), bare, as ``bot<id>:<secret>`` or in
+    # ``api.telegram.org/bot<token>/``
+    (re.compile(r"\d{5,16}:[A-Za-z0-9_\-]{30,45}(?![A-Za-z0-9_\-])"), True,
+     re.compile(r"\d:[A-Za-z0-9_\-]{30}")),
+    (re.compile(r"SK[0-9a-fA-F]{30,34}\b"), False, ("SK",)),
     # e-mail services
-    (re.compile(r"(?:pub)?key-[0-9a-f]{32}\b"), False, ("key-",)),
+    # Mailgun ``key-`` + 32: hex in practice, any alphanumerics in its documentation's example
+    (re.compile(r"(?:pub)?key-[0-9a-zA-Z]{32}\b"), True, ("key-",)),
     (re.compile(r"[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}\b"), False,
      re.compile(r"-[0-9a-f]{8}-[0-9a-f]{8}\b")),
     (re.compile(r"[0-9a-f]{32}-us\d{1,2}\b"), False, re.compile(r"-us\d")),
     (re.compile(r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}\b"), False, ("xkeysib-",)),
     # commerce and payments
-    (re.compile(r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b"), False, ("shp",)),
-    (re.compile(r"shippo_(?:live|test)_[a-fA-F0-9]{40}\b"), False, ("shippo_",)),
+    (re.compile(r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{28,36}\b"), False, ("shp",)),
+    (re.compile(r"shippo_(?:live|test)_[a-fA-F0-9]{36,44}\b"), False, ("shippo_",)),
     (re.compile(r"sq0(?:atp|csp)-[A-Za-z0-9_\-]{22,}"), False, ("sq0",)),
     (re.compile(r"EAAA[A-Za-z0-9_\-]{40,}"), True, ("EAAA",)),
     # social: Meta access tokens, X/Twitter app-only bearer tokens
@@ -148,7 +175,7 @@ def _token_sub(needs_random: bool) -> _Sub:
         start = m.start()
         if (start and m.string[start - 1] in _WORDISH and not m.group(0).startswith("https")
                 and not (start > 1 and m.string[start - 2] == "\\")  # JSON ``\n`` escape
-                and not m.string.endswith("/bot", 0, start)):  # api.telegram.org/bot<token>
+                and not m.string.endswith("bot", 0, start)):  # bot<id>:<secret>, …/bot<token>
             return m.group(0)  # inside a longer word: ``my-sk-...``, ``xghp_...``
         if start and m.string[start - 1] == ":" and m.group(0)[0].isdigit():
             return m.group(0)  # ``12:34:…``: part of a longer colon-separated value

@@ -11,7 +11,8 @@ import re
 from hermes_host.redact.values import _B, _NUMBER_RE, _PLACEHOLDER_RE, REDACTED, _looks_random
 
 _AWS_SECRET_RE = re.compile(
-    r"(?i)(aws_secret_access_key|aws_secret_key|secret_access_key|secretaccesskey)"
+    r"(?i)(aws_secret_access_key|aws_secret_key|secret_access_key|secretaccesskey"
+    r"|secret access key(?: \[[^\]\n]{0,40}\])?)"  # ``aws configure``'s prompt
     r"(\\?[\"']?\s*[:=]\s*\\?[\"']?)([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
 )
 
@@ -135,14 +136,22 @@ def _sub_xml_secret(m: re.Match[str]) -> str:
 
 _KEY_HEADER_RE = re.compile(
     rf"(?i){_B}((?:x-api-key|x-goog-api-key|x-auth-token|x-access-token|x-api-token|api-key"
-    r"|private-token|x-vault-token)\\?[\"']?[ \t]*:[ \t]*\\?[\"']?)([^\s\"'\\,;]+)"
+    r"|private-token|x-vault-token"
+    # any other vendor's ``X-…-Token`` / ``-Key`` / ``-Secret`` header (Postmark's
+    # ``X-Postmark-Server-Token``, Cloudflare's ``X-Auth-Key``, Algolia's ``X-Algolia-API-Key``)
+    r"|(?P<generic>x-[a-z0-9\-]{1,40}?-(?:token|key|secret)))"
+    r"\\?[\"']?[ \t]*:[ \t]*\\?[\"']?)([^\s\"'\\,;]+)"
 )
 
 
 def _sub_key_header(m: re.Match[str]) -> str:
-    value = m.group(2)
+    if m.string.endswith("://", 0, m.start()):
+        return m.group(0)  # ``https://x-access-token:<token>@host``: URL userinfo, later
+    value = m.group(3)
     if REDACTED in value or _PLACEHOLDER_RE.match(value) or len(value) < 6:
         return m.group(0)
+    if m.group("generic") and not _looks_random(value, min_len=12):
+        return m.group(0)  # ``X-Cache-Key: /index.html``: only a key-like value
     return f"{m.group(1)}{REDACTED}"
 
 
@@ -160,7 +169,7 @@ def _sub_userinfo(m: re.Match[str]) -> str:
 
 _CURL_USER_RE = re.compile(
     rf"({_B}curl\b[^\n]*?\s(?:-u|--user)\s*[\"']?)([A-Za-z0-9_.@+\-]+):([^\s\"']+)"
-    r"(?=[\"']?(?:\s|$))"
+    r"(?=[\"']?(?:\s|$|[,}\]]))"  # a shell line, or one inside a JSON string
 )
 
 

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from hermes_host.messages import one_line, text_of
 from hermes_host.models import Message
+from hermes_host.redact import redact, redact_output
 from hermes_host.store import SearchHit, Session, StateStore
 from hermes_host.store.conversations import ConversationRef
 from hermes_host.store.registry import redact_url
@@ -57,8 +58,9 @@ def _status(session: Session) -> str:
 
 
 def _describe(message: Message, limit: int) -> str:
-    """One line for a bookend: its text, or the tools it called."""
-    text = one_line(text_of(message), limit)
+    """One line for a bookend: its text (redacted before it is cut), or the tools it
+    called."""
+    text = one_line(redact(text_of(message)), limit)
     if text:
         return text
     names = [
@@ -132,7 +134,7 @@ def list_cmd(
     for c in found:
         s = c.tip
         table.add_row(
-            c.id, escape(s.title or ""), escape(s.source or ""), escape(s.model or ""),
+            c.id, escape(redact(s.title or "")), escape(s.source or ""), escape(s.model or ""),
             str(c.sessions), f"{s.active_count}/{c.message_count}",
             _tokens(c.input_tokens, c.output_tokens), _when(s.last_activity_at), _status(s),
         )
@@ -154,7 +156,7 @@ def _list_sessions(found: list[Session], as_json: bool, path: str) -> None:
                   title=f"Sessions in {redact_url(path)}")
     for s in found:
         table.add_row(
-            s.id, s.conversation_id or s.id, escape(s.title or ""), escape(s.source or ""),
+            s.id, s.conversation_id or s.id, escape(redact(s.title or "")), escape(s.source or ""),
             escape(s.model or ""), f"{s.active_count}/{s.message_count}",
             _tokens(s.input_tokens, s.output_tokens), _when(s.last_activity_at), _status(s),
         )
@@ -246,7 +248,7 @@ def show_cmd(
         if not only_session:
             payload.update({"conversation_id": ref.id, "conversation": ref.summary(),
                             "sessions": [s.to_dict() for s in ref.sessions]})
-        click.echo(_dumps_line(payload))
+        click.echo(_dumps_line(redact_output(payload)))
         return
     table = Table("field", "value", show_header=False)
     rows = _session_rows(found) if only_session else _conversation_rows(ref)
@@ -254,10 +256,10 @@ def show_cmd(
         rows.insert(1, ("conversation", f"{ref.id} ({len(ref.sessions)} sessions; drop "
                                         "--only-session for all of it)"))
     for key, value in rows:
-        table.add_row(key, escape(value))
+        table.add_row(key, escape(redact(value)))
     console = make_console()
     console.print(table)
-    console.print(escape(recap))
+    console.print(escape(redact(recap)))
 
 
 def _search_scope(store: StateStore, session_id: str | None, only_session: bool,
@@ -274,10 +276,12 @@ def _search_scope(store: StateStore, session_id: str | None, only_session: bool,
 
 
 def _hit_dict(hit: SearchHit, query: str, conversations: dict[str, str]) -> dict[str, object]:
-    matches = find_matches(hit.content, query)
-    cut = snippet(hit.content, matches)
+    content = redact(hit.content)
+    matches = find_matches(content, query)
+    cut = snippet(content, matches)
     return {
-        **hit.to_dict(),
+        **redact_output(hit.to_dict()),
+        "content": content,
         "conversation_id": conversations.get(hit.session_id, hit.session_id),
         "snippet": cut.text,
         "snippet_matches": [list(m) for m in cut.matches],
@@ -354,10 +358,13 @@ def search_cmd(
         state = "" if hit.active else " [dim](archived)[/dim]"
         conversation = conversations.get(hit.session_id, hit.session_id)
         of = "" if conversation == hit.session_id else f" of conversation {conversation}"
-        matches = find_matches(hit.content, query)
-        cut = snippet(hit.content, matches)
+        content = redact(hit.content)  # secrets out of the output; matches in what is shown
+        matches = find_matches(content, query)
+        cut = snippet(content, matches)
         note = ""
-        if not matches:
+        if not matches and find_matches(hit.content, query):
+            note = "  [dim](the match is inside a redacted secret)[/dim]"
+        elif not matches:
             note = "  [dim](matched in its tool call or tool name, not its text)[/dim]"
         elif len(matches) > len(cut.matches):
             more = len(matches) - len(cut.matches)
@@ -404,7 +411,7 @@ def lineage_cmd(
             status += " (before the branch)"
         elif s.id == ref.tip.id:
             status += " (newest)"
-        table.add_row(str(depth), s.id, escape(s.title or ""), _when(s.created_at),
+        table.add_row(str(depth), s.id, escape(redact(s.title or "")), _when(s.created_at),
                       f"{s.active_count}/{s.message_count}", str(s.compression_count),
                       escape(status))
     table.columns[1].no_wrap = True

@@ -87,8 +87,9 @@ def export_cmd(
 ) -> None:
     """Every stored message of a conversation (by conversation id, the id of any of its
     sessions, a title or ``last``) as OpenAI-format JSONL (``_`` metadata included), secrets
-    redacted unless ``--verbatim`` (a backup: written as stored), the system prompt first: every session its rotations made, each message
-    once, in the order written (with ``--active-only``: its live window).
+    redacted unless ``--verbatim`` (a backup: written as stored), the system prompt first:
+    every session its rotations made, each message once, in the order written (with
+    ``--active-only``: its live window).
     ``--only-session``: the rows of the one session named.  With ``--json``: one object
     with ``session`` (the newest session, or the one named), for a conversation also
     ``conversation_id`` and ``sessions``, and ``messages``."""
