@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from host_helpers import TailEngine, chat_turn, make_host, transcript_files
 from hypothesis import given
 from hypothesis import strategies as st
-from host_helpers import TailEngine, chat_turn, make_host, transcript_files
 
 from hermes_host import hookimpl
 from hermes_host.host import ContextHost

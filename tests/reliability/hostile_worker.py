@@ -67,6 +67,14 @@ def _probe(isolation: str, store: Path) -> str | None:
     return None
 
 
+def _cold_replacement(host: ContextHost, decided_by: str) -> bool:
+    """Whether ``should_compress`` last timed out waiting for a worker process to start."""
+    return decided_by == "host" and any(
+        row["hook"] == "should_compress" and "still starting" in (row.get("last_error") or "")
+        for row in host.engine_health() if row.get("plugin") == "hostile"
+    )
+
+
 def main(case: str, isolation: str, directory: Path) -> dict[str, Any]:
     directory.mkdir(parents=True, exist_ok=True)
     store = directory / "state.db"
@@ -100,8 +108,14 @@ def main(case: str, isolation: str, directory: Path) -> dict[str, Any]:
         outcome = session.end_turn()
         over.append(time.monotonic() - t0 - TIMEOUT)
         report = outcome.compression
-        if report is None:
-            failed.append(f"turn {n}: no compression report (the decision was {outcome.decision})")
+        if report is None and _cold_replacement(host, outcome.decided_by):
+            # the hook before killed its worker; its replacement was still starting when
+            # should_compress came (seconds on a loaded CI machine): the fence's timeout, so
+            # the host decided instead.  Not the hostile behaviour under test; recorded.
+            provenance.append("should_compress:cold_replacement")
+        elif report is None:
+            failed.append(f"turn {n}: no compression report (the decision was {outcome.decision},"
+                          f" decided by {outcome.decided_by})")
         else:
             provenance.append(f"compress:{report.status}/{report.outcome}")
             if report.status == "committed":
