@@ -2,8 +2,15 @@
 
 Run: ``python benchmarks/bench_fence.py``.  Prints one markdown section.  Every figure is
 measured in this run, bare and fenced calls interleaved so machine noise hits both alike.
+Every table says which path it measures.
 
-Rows:
+First, the path an agent runs (issue 32): ``Session.build_request()`` on a ``ContextHost``
+with a real SQLite store, with no ``select_context`` engine and with a trivial one selected
+in config, at 20 and 2,000 messages: what a fenced hook call adds to a model call as the
+user's agent makes it (the targets of these rows are checked in ``bench_session``, which
+measures the same path; here they are the headline of the fence's cost).
+
+Then the breakdown, on ``HookRunner`` directly (no host, no store):
 
 * bare pluggy call — the plugin called directly on the caller's thread (no isolation);
 * fenced call — ``HookRunner.call``: snapshot, daemon worker, bounded wait, validation, stamp;
@@ -135,8 +142,39 @@ def _inline_runner(pm: pluggy.PluginManager) -> HookRunner:
     return runner
 
 
+def _user_path() -> str:
+    """``Session.build_request()`` with no select engine and with a trivial one, as
+    ``bench_session`` measures it (the same code, run here again in this process): the
+    fence's cost as an agent meets it, first."""
+    from bench_session import PER_ROUND as CALLS
+    from bench_session import REQUEST_ROUNDS, REQUEST_SIZES, request_costs
+
+    rounds = request_costs()
+    median = {k: statistics.median(v) for k, v in rounds.items()}
+    lines = [
+        "### on the path an agent runs: `Session.build_request()`\n",
+        "Path: `ContextHost.from_config(...)` → `Session.build_request()`, a real SQLite "
+        "store, the window unchanged between calls; *select* has a trivial `select_context` "
+        "engine selected in config (`context.hooks.select_context: [trivial]`), so each call "
+        "makes one fenced hook call (snapshot, worker thread, validation, adoption). "
+        f"{REQUEST_ROUNDS} rounds of {CALLS} calls per case, the four cases in turn; added = "
+        "the median of the per-round differences. The targets of these rows are checked in "
+        "the *session* section (the same path, its own run).\n",
+        "| path | window | no select engine µs | trivial select engine µs | added by the "
+        "fenced `select_context` µs |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for n in REQUEST_SIZES:
+        added = statistics.median(s - b for s, b in zip(rounds[f"select{n}"],
+                                                         rounds[f"none{n}"], strict=True))
+        lines.append(f"| `Session.build_request()` | {n:,} messages | "
+                     f"{median[f'none{n}']:.0f} | {median[f'select{n}']:.0f} | {added:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     targets = Targets("fence")
+    user_path = _user_path()
     pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
     pm.register(Trivial(), name="trivial")
@@ -188,32 +226,37 @@ def main() -> int:
     verdict = "met" if check.met else MISSED
 
     print("## fence\n")
+    print(user_path)
+    print("### breakdown: `HookRunner.call` on its own\n")
     print(
-        f"`should_compress` on a trivial plugin, {ROUNDS * PER_ROUND} calls each, interleaved; "
+        f"Path: `HookRunner.call` directly (no host, no store). `should_compress` on a trivial "
+        f"plugin, {ROUNDS * PER_ROUND} calls each, interleaved; "
         f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load:.1f} → "
         f"{os.getloadavg()[0]:.1f} while measuring.\n"
     )
-    print("| call | median µs | p99 µs |")
-    print("|---|---:|---:|")
-    print(f"| bare pluggy call (caller's thread, no isolation) | {bare[0]:.1f} | {bare[1]:.1f} |")
-    print(f"| fenced `HookRunner.call` | {fenced[0]:.1f} | {fenced[1]:.1f} |")
+    print("| call | path | median µs | p99 µs |")
+    print("|---|---|---:|---:|")
+    print(f"| bare pluggy call (caller's thread, no isolation) | `pm.hook.should_compress` "
+          f"| {bare[0]:.1f} | {bare[1]:.1f} |")
+    print(f"| fenced call | `HookRunner.call` | {fenced[0]:.1f} | {fenced[1]:.1f} |")
     inline_s = _stats(samples["inline"])
     print(
-        f"| fence work without the thread (inline, measurement only) | {inline_s[0]:.1f} "
-        f"| {inline_s[1]:.1f} |"
+        f"| fence work without the thread (inline, measurement only) | `HookRunner.call`, "
+        f"pool patched inline | {inline_s[0]:.1f} | {inline_s[1]:.1f} |"
     )
     print(
-        f"| thread round trip alone (SimpleQueue + Lock, no fence) | {floor_s[0]:.1f} "
-        f"| {floor_s[1]:.1f} |"
+        f"| thread round trip alone (SimpleQueue + Lock, no fence) | no hermes_host code "
+        f"| {floor_s[0]:.1f} | {floor_s[1]:.1f} |"
     )
-    print(f"| request snapshot alone | {snap[0]:.1f} | {snap[1]:.1f} |")
+    print(f"| request snapshot alone | `fence.snapshot.snapshot` | {snap[0]:.1f} "
+          f"| {snap[1]:.1f} |")
     print(
-        f"| bare `select_context`, {len(window)}-message window | {big_bare[0]:.1f} "
-        f"| {big_bare[1]:.1f} |"
+        f"| bare `select_context`, {len(window)}-message window | `pm.hook.select_context` "
+        f"| {big_bare[0]:.1f} | {big_bare[1]:.1f} |"
     )
     print(
-        f"| fenced `select_context`, {len(window)}-message window | {big_fenced[0]:.1f} "
-        f"| {big_fenced[1]:.1f} |"
+        f"| fenced `select_context`, {len(window)}-message window | `HookRunner.call` "
+        f"| {big_fenced[0]:.1f} | {big_fenced[1]:.1f} |"
     )
     print()
     print(
@@ -284,8 +327,9 @@ def _window_rows(pm: pluggy.PluginManager, runner: HookRunner, targets: Targets)
     check = targets.check(
         "select_context fenced−bare at 2,000 messages / at 20 messages", ratio, "<=",
         TARGET_WINDOW_RATIO, "{:.2f}×", "{:.1f}×")
-    print("\n### fence cost against the window size\n")
-    print("`select_context` on a trivial engine that returns its window unchanged, bare and "
+    print("\n### breakdown: fence cost against the window size\n")
+    print("Path: `HookRunner.call` vs `pm.hook.select_context` directly (no host, no store). "
+          "`select_context` on a trivial engine that returns its window unchanged, bare and "
           "fenced, interleaved in this run (read-only messages shared across the fence; the "
           "result checked as a splice of the request window).\n")
     print("| engine | window | bare median µs | fenced median µs | added µs (median of "
@@ -331,8 +375,9 @@ def _process_rows(
         process.close()
     t, p = _stats(got["thread"]), _stats(got["process"])
     tb, pb = _stats(got["thread_big"]), _stats(got["process_big"])
-    print("\n### process isolation vs thread isolation\n")
-    print("The same trivial plugin, `fence.isolation: process` against the default thread mode, "
+    print("\n### breakdown: process isolation vs thread isolation\n")
+    print("Path: `HookRunner.call` directly, `fence.isolation: process` vs thread. "
+          "The same trivial plugin, `fence.isolation: process` against the default thread mode, "
           "interleaved in this run (a warm worker process; JSON both ways).\n")
     print("| call | thread median µs | process median µs | process / thread |")
     print("|---|---:|---:|---:|")
@@ -362,8 +407,9 @@ def _hostile_rows(small: ShouldCompressRequest) -> None:
             finally:
                 runner.close()
             rows.append((mode, behaviour, stamp.provenance.value, elapsed - timeout))
-    print(f"### hostile engines: time past a {timeout:g} s timeout\n")
-    print("One call each (`should_compress`); negative = returned before the timeout.\n")
+    print(f"### breakdown: hostile engines, time past a {timeout:g} s timeout\n")
+    print("Path: `HookRunner.call` directly. One call each (`should_compress`); negative = "
+          "returned before the timeout.\n")
     print("| mode | engine | stamp | past the timeout, ms |")
     print("|---|---|---|---:|")
     for mode, behaviour, provenance, over in rows:

@@ -119,11 +119,12 @@ def _append_rows(targets: Targets) -> list[str]:
         "### append\n",
         f"Path: `Session.add_user` (and `Session.window_tokens`). Median of {STEPS} steps per "
         "size, the sizes alternating step by step, on a real SQLite store.\n",
-        f"| step | {small:,} messages | {large:,} messages | ratio | target |",
+        f"| path | {small:,} messages | {large:,} messages | ratio | target |",
         "|---|---:|---:|---:|---|",
-        f"| `add_user` | {append[small]:.0f} µs | {append[large]:.0f} µs | {ratio:.2f}× | "
+        f"| `Session.add_user` | {append[small]:.0f} µs | {append[large]:.0f} µs | {ratio:.2f}× | "
         f"{ratio_check.target_text}; {us_check.target_text} |",
-        f"| `add_user` + `window_tokens` | {turn[small]:.0f} µs | {turn[large]:.0f} µs | "
+        f"| `Session.add_user` + `Session.window_tokens` | {turn[small]:.0f} µs | "
+        f"{turn[large]:.0f} µs | "
         f"{turn_ratio:.2f}× | {turn_check.target_text} |",
         "",
     ]
@@ -163,7 +164,7 @@ def _timed_calls(session: Session, n: int) -> float:
     return statistics.median(one) * 1e6
 
 
-def _request_costs() -> dict[str, list[float]]:
+def request_costs() -> dict[str, list[float]]:
     """Per case (``none20``, ``select2000``...), each round's median µs; the four cases take
     turns round by round."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -238,7 +239,7 @@ def _vs_base(argv: list[str]) -> tuple[float, float, float, str] | None:
 
 
 def _request_rows(targets: Targets, argv: list[str]) -> list[str]:
-    rounds = _request_costs()
+    rounds = request_costs()
     small, large = REQUEST_SIZES
     median = {k: statistics.median(v) for k, v in rounds.items()}
     added = {n: statistics.median(s - b for s, b in zip(rounds[f"select{n}"],
@@ -258,14 +259,15 @@ def _request_rows(targets: Targets, argv: list[str]) -> list[str]:
         f"{REQUEST_ROUNDS} rounds of {PER_ROUND} calls per case, the four cases in turn; "
         "the median of the round medians, and *added* = the median of the per-round "
         "differences (select − none).\n",
-        "| window | no select engine | trivial select engine | added | target |",
-        "|---|---:|---:|---:|---|",
-        f"| {small:,} messages | {median[f'none{small}']:.0f} µs | "
+        "| path | window | no select engine | trivial select engine | added | target |",
+        "|---|---|---:|---:|---:|---|",
+        f"| `Session.build_request()` | {small:,} messages | {median[f'none{small}']:.0f} µs | "
         f"{median[f'select{small}']:.0f} µs | {added[small]:.0f} µs | |",
-        f"| {large:,} messages | {median[f'none{large}']:.0f} µs | "
+        f"| `Session.build_request()` | {large:,} messages | {median[f'none{large}']:.0f} µs | "
         f"{median[f'select{large}']:.0f} µs | {added[large]:.0f} µs | "
         f"{us_check.target_text} |",
-        f"| ratio {large:,} / {small:,} | {median[f'none{large}'] / median[f'none{small}']:.2f}× "
+        f"| `Session.build_request()` | ratio {large:,} / {small:,} | "
+        f"{median[f'none{large}'] / median[f'none{small}']:.2f}× "
         f"| {median[f'select{large}'] / median[f'select{small}']:.2f}× | {ratio:.2f}× | "
         f"{ratio_check.target_text} |",
         "",
@@ -284,10 +286,11 @@ def _request_rows(targets: Targets, argv: list[str]) -> list[str]:
         f"select engine, {large:,} messages: {BASE_PAIRS} pairs of child processes of this "
         "script, one importing each tree, in turn; the medians, and the median of the "
         "per-pair ratios.\n",
-        "| tree | median µs | ratio | target |",
-        "|---|---:|---:|---|",
-        f"| base {BASE_COMMIT} | {theirs:.0f} | | |",
-        f"| this tree | {ours:.0f} | {pair_ratio:.2f}× | {base_check.target_text} |",
+        "| path | tree | median µs | ratio | target |",
+        "|---|---|---:|---:|---|",
+        f"| `Session.build_request()` | base {BASE_COMMIT} | {theirs:.0f} | | |",
+        f"| `Session.build_request()` | this tree | {ours:.0f} | {pair_ratio:.2f}× | "
+        f"{base_check.target_text} |",
         "",
     ]
     return lines
