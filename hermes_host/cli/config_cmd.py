@@ -9,7 +9,6 @@ the host runs without it.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from pathlib import Path
@@ -51,12 +50,11 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 
 def console() -> Console:
-    """A rich console for tables.  Piped output (no terminal, no ``COLUMNS``) gets 160
-    columns instead of rich's 80, so names and hook lists stay whole in logs and files."""
-    out = Console()
-    if not out.is_terminal and "COLUMNS" not in os.environ:
-        out = Console(width=160)
-    return out
+    """The rich console every table goes to: :func:`hermes_host.cli.output.console`
+    (imported on first use, so ``--help`` imports no progress or table code)."""
+    from .output import console as shared
+
+    return shared()
 
 
 def warn(message: str) -> None:

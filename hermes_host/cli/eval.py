@@ -7,13 +7,20 @@ violations, needed-later recall, in-context recall, recall per 1,000 request tok
 precision and recall after the 1st/5th/10th/25th compression (see ``docs/evaluation.md``),
 the recall figures both with "needed later" = any later occurrence and = named again by the
 agent (a later assistant message's text or tool-call arguments).
-Progress goes to stderr; the table, or with ``--json`` exactly one JSON object, to stdout.
+
+The window: ``--context-length N`` for every run, else ``model.context_length`` when the
+config file sets it, else (``auto``) one per transcript, derived from its size
+(:func:`auto_context_length`) — at the default 200,000-token window no recorded transcript
+compresses and every recall cell would be ``—``.  A run with no compression gets a hint.
+Progress goes to stderr (a bar on a terminal); the table, or with ``--json`` exactly one JSON
+object, to stdout.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +38,71 @@ from hermes_host.evaluation import (
     summarise_runs,
 )
 from hermes_host.plugins import PluginError
+from hermes_host.session.bound import request_budget
 from hermes_host.store import StoreError
-from hermes_host.transcripts import TranscriptError, load_transcript
+from hermes_host.tokens import count_messages
+from hermes_host.transcripts import Transcript, TranscriptError, load_transcript
 
 from .config_cmd import config_option, console, fail, load_config_or_fail
+from .output import progress_bar
 from .replay import with_context_length
 
-__all__ = ["eval_cmd"]
+__all__ = ["AUTO_RULE", "TranscriptSize", "auto_context_length", "eval_cmd", "transcript_size"]
+
+AUTO_MINIMUM = 2_000
+AUTO_RULE = (
+    "half the transcript's tokens, rounded down to a multiple of 1,000, at least "
+    f"{AUTO_MINIMUM:,} and at least what leaves the request room for the system prompt and "
+    "the largest message beside the reply"
+)
+"""How ``auto`` picks a transcript's window, in the words the output uses."""
+
+
+@dataclass(frozen=True)
+class TranscriptSize:
+    """A transcript's size as the host counts it."""
+
+    tokens: int
+    """The whole transcript, system prompt included."""
+    largest: int
+    """The system prompt plus the largest single message: what one request must hold."""
+
+
+def transcript_size(transcript: Transcript) -> TranscriptSize:
+    system = count_messages([{"role": "system", "content": transcript.system_prompt}]) if (
+        transcript.system_prompt) else 0
+    sizes = [count_messages([m]) for m in transcript.messages]
+    return TranscriptSize(system + sum(sizes), system + max(sizes, default=0))
+
+
+def auto_context_length(size: TranscriptSize, max_output_tokens: int) -> int:
+    """The window ``auto`` gives a transcript: half its tokens, so the session outgrows the
+    window and compresses a few times (2 to 14 times on the recorded transcripts), rounded
+    down to a multiple of 1,000 and at least :data:`AUTO_MINIMUM`; raised by 1,000s until
+    the request budget (the window less the reply's reservation) holds the system prompt and
+    the largest message, so no request is over budget by construction."""
+    window = max(AUTO_MINIMUM, size.tokens // 2 // 1000 * 1000)
+    while request_budget(window, max_output_tokens) < size.largest:
+        window += 1000
+    return window
+
+
+class ContextLengthType(click.ParamType):  # type: ignore[type-arg]  # generic only in click>=8.4
+    """``--context-length``: a number of tokens (at least 256) or ``auto``."""
+
+    name = "N|auto"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int | str:
+        if isinstance(value, int) or str(value).strip().lower() == "auto":
+            return value if isinstance(value, int) else "auto"
+        try:
+            number = int(str(value).replace(",", "").replace("_", ""))
+        except ValueError:
+            self.fail(f"{value!r} is neither a number of tokens nor 'auto'", param, ctx)
+        if number < 256:
+            self.fail(f"{number} is smaller than 256 tokens (or use 'auto')", param, ctx)
+        return number
 
 
 def _configured_set(config: HermesConfig) -> EngineSet:
@@ -65,9 +130,11 @@ def _fmt_recall(value: float | None) -> str:
 )
 @click.option(
     "--context-length",
-    type=click.IntRange(min=256),
+    type=ContextLengthType(),
     default=None,
-    help="Override model.context_length (tokens) for every run: the same visible budget.",
+    help="The window (tokens) of every run: the same visible budget. 'auto': per transcript, "
+    f"{AUTO_RULE}. Default: model.context_length when the config file sets it, else auto "
+    "(at the 200,000-token default window no recorded transcript would compress).",
 )
 @click.option(
     "--summarizer",
@@ -82,7 +149,7 @@ def eval_cmd(
     transcripts: tuple[Path, ...],
     config_path: Path | None,
     engine_spec: str | None,
-    context_length: int | None,
+    context_length: int | str | None,
     summarizer: str,
     as_json: bool,
 ) -> None:
@@ -96,7 +163,15 @@ def eval_cmd(
     needed later) and recall after the 1st/5th/10th/25th compression; see docs/evaluation.md.
     """
     config, _ = load_config_or_fail(config_path)
-    config = with_context_length(config, context_length)
+    if context_length is None:
+        # a window the config file states is the user's; the 200,000 default is nobody's
+        explicit = "context_length" in config.model.model_fields_set
+        source = "config" if explicit else "auto"
+    else:
+        source = "auto" if context_length == "auto" else "option"
+    if source == "option":
+        assert isinstance(context_length, int)
+        config = with_context_length(config, context_length)
     if summarizer == "offline":
         settings = config.summarizer.model_copy(update={"provider": "offline"})
         config = config.model_copy(update={"summarizer": settings})
@@ -104,42 +179,102 @@ def eval_cmd(
         sets = parse_engine_sets(engine_spec) if engine_spec else [_configured_set(config)]
     except ValueError as exc:
         fail(f"error: --engines: {exc}")
+    sizes: list[TranscriptSize] = []
     for path in transcripts:
         # Every file is read and validated before any replay starts: a typo in the fifth
         # file must not cost the first four replays.
         try:
-            load_transcript(path)
+            sizes.append(transcript_size(load_transcript(path)))
         except TranscriptError as exc:
             fail(f"error: {exc}")
+    windows = [
+        auto_context_length(size, config.model.max_output_tokens) if source == "auto"
+        else config.model.context_length
+        for size in sizes
+    ]
     try:
         check_engine_sets(config, sets)
     except PluginError as exc:
         fail(f"error: {exc}")
 
-    def on_run(run: EvalRun) -> None:
-        click.echo(
-            f"eval {run.transcript} [{run.engines}]: {run.model_calls} calls, "
-            f"{run.compressions} compressions, recall {_fmt_recall(run.recall)} "
-            f"({run.seconds:.1f}s)",
-            err=True,
-        )
+    runs: list[EvalRun] = []
+    run_windows: list[tuple[int, int]] = []  # (window, transcript tokens) of each run
+    with progress_bar("eval", as_json=as_json) as bar:
+        task = bar.add_task(f"{len(transcripts)} transcript(s) × {len(sets)} engine set(s)",
+                            total=len(transcripts) * len(sets))
 
-    try:
-        runs = evaluate(config, list(transcripts), sets, on_run=on_run)
-    except (TranscriptError, ConfigError, PluginError, StoreError) as exc:
-        fail(f"error: {exc}")
+        def on_run(run: EvalRun) -> None:
+            bar.console.print(
+                f"eval {run.transcript} [{run.engines}]: {run.model_calls} calls, "
+                f"{run.compressions} compressions, recall {_fmt_recall(run.recall)} "
+                f"({run.seconds:.1f}s)",
+                markup=False, highlight=False, soft_wrap=True,
+            )
+            bar.advance(task)
+
+        for path, size, window in zip(transcripts, sizes, windows, strict=True):
+            run_config = with_context_length(config, window)
+            try:
+                done = evaluate(run_config, [path], sets, on_run=on_run)
+            except (TranscriptError, ConfigError, PluginError, StoreError) as exc:
+                fail(f"error: {exc}")
+            runs += done
+            run_windows += [(window, size.tokens)] * len(done)
     overall = summarise_runs(runs)
+    hints = _hints(runs, run_windows, source, {
+        path.name: auto_context_length(size, config.model.max_output_tokens)
+        for path, size in zip(transcripts, sizes, strict=True)})
+    rows = []
+    for run, (window, tokens) in zip(runs, run_windows, strict=True):
+        rows.append({**run.as_dict(), "context_length": window, "transcript_tokens": tokens})
+    uniform = len(set(windows)) == 1
     report: dict[str, Any] = {
-        "context_length": config.model.context_length,
+        # one window for every run, else null (each run names its own)
+        "context_length": windows[0] if uniform else None,
+        "context_length_source": source,
+        "context_length_rule": AUTO_RULE if source == "auto" else None,
         "summarizer": config.summarizer.provider,
         "engine_sets": [s.label for s in sets],
-        "runs": [r.as_dict() for r in runs],
+        "runs": rows,
         "overall": overall,
+        "hints": hints,
     }
     if as_json:
         sys.stdout.write(json.dumps(report, ensure_ascii=False) + "\n")
         return
     _print(runs, overall, report)
+
+
+def _hints(runs: list[EvalRun], run_windows: list[tuple[int, int]], source: str,
+           auto: dict[str, int]) -> list[str]:
+    """Why a run's recall cells are ``—``, and what to do about it: one line per transcript
+    (per transcript and engine set when it compressed but nothing was needed later)."""
+    hints: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for run, (window, tokens) in zip(runs, run_windows, strict=True):
+        if run.recall is not None:
+            continue
+        if run.compressions == 0:
+            key = (run.transcript, "")
+            what = (f"{run.transcript}: no compression at a {window:,}-token window (the "
+                    f"transcript holds {tokens:,} tokens), so its recall is — (nothing to "
+                    "measure)")
+            suggested = auto.get(run.transcript, window)
+            if suggested < window:
+                what += f"; try --context-length {suggested} or --context-length auto"
+            else:
+                what += ("; too few messages outside the protected head and tail, or too "
+                         "few tokens, to compress at this window: a smaller --context-length "
+                         "may, at the price of requests over budget")
+        else:
+            key = (run.transcript, run.engines)
+            what = (f"{run.transcript} [{run.engines}]: {run.compressions} compression(s), but "
+                    "no artifact seen before one was used again after it, so recall is — "
+                    "(nothing was needed later)")
+        if key not in seen:
+            seen.add(key)
+            hints.append(what)
+    return hints
 
 
 def _fmt_per_1k(value: float | None) -> str:
@@ -175,16 +310,23 @@ def _table(title: str, columns: tuple[str, ...], names: int) -> Table:
 
 def _print(runs: list[EvalRun], overall: dict[str, dict[str, Any]], report: dict[str, Any]) -> None:
     out = console()
+    source = report["context_length_source"]
+    if source == "auto":
+        window = f"context length per transcript ({report['context_length_rule']})"
+    else:
+        via = "--context-length" if source == "option" else "model.context_length"
+        window = f"context length {report['context_length']:,}, {via}"
     table = _table(
-        f"hermes-host eval (context length {report['context_length']:,})",
-        ("transcript", "engines", "calls", "tokens/call", "compressions", "aux LLM", "recall",
-         "needed", "violations"),
+        f"hermes-host eval ({window})",
+        ("transcript", "engines", "window", "calls", "tokens/call", "compressions", "aux LLM",
+         "recall", "needed", "violations"),
         2,
     )
-    for run in runs:
+    for run, row in zip(runs, report["runs"], strict=True):
         table.add_row(
             run.transcript,
             run.engines,
+            f"{row['context_length']:,} of {row['transcript_tokens']:,}",
             str(run.model_calls),
             f"{run.mean_tokens:,.0f}",
             str(run.compressions),
@@ -298,3 +440,5 @@ def _print(runs: list[EvalRun], overall: dict[str, dict[str, Any]], report: dict
              f"(n={c['sessions_that_fit']})") if c["sessions_that_fit"] else "—",
         )
     out.print(cost)
+    for hint in report["hints"]:
+        out.print(f"hint: {hint}", markup=False, highlight=False)
