@@ -8,6 +8,10 @@ between a session's check of the store (``_sync``) and its own write: the store'
 appends run inside that gap.  Afterwards every acknowledged message must be in the stored
 conversation exactly once, no tool call may be split from its result, and the live session
 must see exactly what the store holds.
+
+Every test runs on both stores: a SQLite file and a real PostgreSQL server (hermes-store-
+postgres's test server, through :mod:`hermes_host.testing.stores` as the store contract
+suite uses it; skipped when that distribution is not installed or no server starts).
 """
 
 from __future__ import annotations
@@ -18,10 +22,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from host_helpers import TailEngine, make_host
+from host_helpers import TailEngine, make_config
 
 from hermes_host import CompressRequest, CompressResult, hookimpl
+from hermes_host.host import ContextHost
 from hermes_host.store import StaleSessionError
+from hermes_host.testing.stores import BackendSpec, StoreFactory
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store: a SQLite file, or a new schema on the PostgreSQL test server."""
+    return StoreFactory.for_backend(BackendSpec(request.param, request.param), request,
+                                    tmp_path).url
+
+
+def make_host(store: str, engine: object, **overrides: Any) -> ContextHost:
+    return ContextHost.from_config(make_config("tail", **overrides), store=store,
+                                   extra_plugins={"tail": engine})
 
 
 class SeeingTail(TailEngine):
@@ -89,13 +107,13 @@ def _check(host: Any, live: Any, acknowledged: list[str], seen: set[str]) -> Non
 
 
 @pytest.mark.parametrize("mode", ["in_place", "rotate"])
-def test_compression_and_appends_inside_the_append_gap(tmp_path: Path, mode: str) -> None:
+def test_compression_and_appends_inside_the_append_gap(store_url: str, mode: str) -> None:
     """A compresses after worker B compressed and re-filled the window to the same size while
     A's own append was in flight: A must notice (its marker cannot match by chance) and
     compress the real window, not its stale copy (which stored old messages a second
     time)."""
     engine = SeeingTail()
-    with make_host(tmp_path, engine, compression={"mode": mode}) as host:
+    with make_host(store_url, engine, compression={"mode": mode}) as host:
         host.open_session("conc", "You are terse.")
         a = host.resume("conc")
         b = host.resume("conc")
@@ -141,11 +159,11 @@ def test_compression_and_appends_inside_the_append_gap(tmp_path: Path, mode: str
         _check(host, b, acknowledged, engine.seen)
 
 
-def test_add_message_follows_every_rotation_until_it_writes(tmp_path: Path) -> None:
+def test_add_message_follows_every_rotation_until_it_writes(store_url: str) -> None:
     """Another worker rotates the conversation inside *each* of the first three write
     attempts of ``add_message``: it follows every rotation and writes once, to the tip."""
     engine = TailEngine(keep=1, threshold=10**9)
-    with make_host(tmp_path, engine, compression={"mode": "rotate"}) as host:
+    with make_host(store_url, engine, compression={"mode": "rotate"}) as host:
         host.open_session("conc", "You are terse.")
         a = host.resume("conc")
         b = host.resume("conc")

@@ -1,12 +1,18 @@
-"""One of the real processes of the concurrency test (issue 13, R-8.1, R-8.2, R-9.4, R-10.1).
+"""One of the real processes of the concurrency test (issues 13 and 31, R-8.1, R-8.2, R-9.4,
+R-10.1).
 
-``python concurrency_worker.py DB INDEX SESSIONS SECONDS MODE OUT`` takes turns on the
-sessions titled ``conc-0`` … ``conc-<SESSIONS-1>`` until ``SECONDS`` have passed: it picks one
-at random, now and then resumes it afresh (``host.resume``), writes one turn (user, tool call,
-tool result, answer — under a per-session ``flock``, as gateway workers take turns on a
-conversation) and ends the turn outside the lock, so that its compression runs while other
-processes append.  Every message the store accepted is acknowledged in ``OUT`` (one JSON line
-each), as is every compression report and every exception that reached this caller.
+``python concurrency_worker.py STORE LOCKS INDEX SESSIONS SECONDS MIN_TURNS MODE OUT`` takes
+turns on the sessions titled ``conc-0`` … ``conc-<SESSIONS-1>`` of the store ``STORE`` (a
+SQLite file or a ``postgresql://`` URL) until ``SECONDS`` have passed and it took at least
+``MIN_TURNS`` turns (so that a loaded machine still compresses every session): it picks one
+at random, now and then resumes it afresh (``host.resume``), writes one turn (user, tool
+call, tool result, answer — under a per-session ``flock`` in the folder ``LOCKS``, as
+gateway workers take turns on a conversation) and ends the turn outside the lock, so that
+its compression runs while other processes append.  Every message the store accepted is
+acknowledged in ``OUT`` (one JSON line each), as is every compression report and every
+exception that reached this caller; a ``StaleSessionError`` from ``add_message`` (a write
+refused because another process rotated the conversation, which ``add_message`` must follow
+instead) is reported as ``refused``.
 
 The engine (``NamingTail``) keeps the system prompt, one summary and the last user turn; its
 summary names, by tag, every message it replaced, so the test can check that whatever left
@@ -27,7 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from hermes_host import CompressRequest, CompressResult, hookimpl
-from tests.host_helpers import TailEngine, make_host
+from hermes_host.host import ContextHost
+from hermes_host.store import StaleSessionError
+from tests.host_helpers import TailEngine, make_config
 
 TAG = re.compile(r"\bp\d+s\d+\b")
 
@@ -49,7 +57,8 @@ class NamingTail(TailEngine):
             update={"messages": [result.messages[0], summary, *result.messages[2:]]})
 
 
-def main(db: Path, index: int, sessions: int, seconds: float, mode: str, out: Path) -> None:
+def main(store: str, locks: Path, index: int, sessions: int, seconds: float, min_turns: int,
+         mode: str, out: Path) -> None:
     rng = random.Random(index)
     log = open(out, "a", encoding="utf-8")
 
@@ -59,18 +68,18 @@ def main(db: Path, index: int, sessions: int, seconds: float, mode: str, out: Pa
 
     engine = NamingTail(keep=1, threshold=900)
     seq = 0
-    with make_host(db.parent, engine, "tail", model={"context_length": 4000,
-                                                       "max_output_tokens": 200},
-                   compression={"mode": mode}, store={"lease_ttl_seconds": 30}) as host:
+    config = make_config("tail", model={"context_length": 4000, "max_output_tokens": 200},
+                         compression={"mode": mode}, store={"lease_ttl_seconds": 30})
+    with ContextHost.from_config(config, store=store, extra_plugins={"tail": engine}) as host:
         live: dict[int, Any] = {}
         deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline or seq < min_turns:
             k = rng.randrange(sessions)
             try:
                 if k not in live or rng.random() < 0.1:
                     live[k] = host.resume(f"conc-{k}")
                 session = live[k]
-                with open(db.parent / f"conc-{k}.lock", "w") as lock:
+                with open(locks / f"conc-{k}.lock", "w") as lock:
                     fcntl.flock(lock, fcntl.LOCK_EX)
                     try:
                         seq += 1
@@ -86,12 +95,20 @@ def main(db: Path, index: int, sessions: int, seconds: float, mode: str, out: Pa
                             {"role": "assistant", "content": f"answer {tag} " + "amet " * 30},
                         ]
                         for n, message in enumerate(steps):
-                            session.add_message(message)
-                            emit(ack=message["content"].split()[1], session=k)
+                            try:
+                                session.add_message(message)
+                            except StaleSessionError as exc:
+                                # refused: add_message must follow a rotation, not give up
+                                emit(refused=tag, session=k, step=n, error=str(exc))
+                                live.pop(k, None)
+                                break
+                            emit(ack=tag, step=n, session=k)
                             if n in (0, 2):
                                 session.build_request()
                     finally:
                         fcntl.flock(lock, fcntl.LOCK_UN)
+                if k not in live:
+                    continue
                 outcome = session.end_turn()
                 report = outcome.compression
                 if report is not None:
@@ -100,6 +117,7 @@ def main(db: Path, index: int, sessions: int, seconds: float, mode: str, out: Pa
                          conversation=session.conversation_id,
                          count_after=session.compression_count, message=report.message)
             except Exception as exc:  # anything reaching the caller is an anomaly
+                live.pop(k, None)
                 emit(error=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc()[-1500:])
     emit(done=index, turns=seq)
     log.close()
@@ -107,6 +125,6 @@ def main(db: Path, index: int, sessions: int, seconds: float, mode: str, out: Pa
 
 if __name__ == "__main__":
     a = sys.argv[1:]
-    main(Path(a[0]), int(a[1]), int(a[2]), float(a[3]), a[4], Path(a[5]))
+    main(a[0], Path(a[1]), int(a[2]), int(a[3]), float(a[4]), int(a[5]), a[6], Path(a[7]))
     sys.stdout.flush()
     os._exit(0)
