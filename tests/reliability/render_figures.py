@@ -4,12 +4,18 @@
 what lies between ``<!-- figures:start -->`` and ``<!-- figures:end -->`` in ``DOC`` (``nox -s
 reliability`` calls it after the full-size run; the lines come from
 ``tests/reliability_figures.record``).
+
+``python tests/reliability/render_figures.py --section concurrency FIGURES.jsonl … DOC``
+replaces only that section (its ``### `` heading up to the next one) inside the figures, from
+a run of that part alone (the long counting run of issue 31), and leaves the others as they
+were measured.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -24,6 +30,55 @@ def _table(head: list[str], rows: list[list[Any]]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+SECTIONS = {"concurrency": "### Processes sharing sessions"}
+"""The sections ``--section`` can replace on their own: part → heading."""
+
+
+def concurrency(rows: list[dict[str, Any]]) -> list[str]:
+    """The section of ``test_rel_concurrency``: a row per store × workers × publish mode,
+    then totals per store and overall (issue 31 counts acknowledged messages)."""
+    anomalies = ("lost", "duplicated", "split", "refused", "doubled", "errors")
+
+    def total(label: str, group: list[dict[str, Any]]) -> list[Any]:
+        return [f"**{label}**", "", "", sum(r["turns"] for r in group),
+                f"**{sum(r['messages'] for r in group)}**",
+                sum(r["committed"] for r in group), sum(r["deferred"] for r in group),
+                *[sum(r.get(k) or 0 for r in group) for k in anomalies]]
+
+    table = [[r.get("store", "sqlite"), r["mode"],
+              f"{r['processes']} × {r['sessions']} × {r['seconds']:g}", r["turns"],
+              r["messages"], r["committed"], r["deferred"], *[r.get(k) for k in anomalies]]
+             for r in rows]
+    stores = list(dict.fromkeys(r.get("store", "sqlite") for r in rows))
+    if len(stores) > 1:
+        table += [total(f"{s} total", [r for r in rows if r.get("store", "sqlite") == s])
+                  for s in stores]
+    table.append(total("total", rows))
+    when = time.strftime("%d %B %Y", time.gmtime(min(r["at"] for r in rows)))
+    sizes = ", ".join(sorted({str(r["size"]) for r in rows}))
+    return [SECTIONS["concurrency"], "",
+            f"Measured on {when} at size `{sizes}` (seconds per cell in the third column). "
+            "*lost*: an acknowledged message not stored, or gone from the window with no "
+            "summary naming it; *duplicated*: stored more than once, or stored but never "
+            "acknowledged; *split pairs*: a tool call and its result kept, moved or archived "
+            "apart; *refused*: a `StaleSessionError` from `add_message`; *errors*: any other "
+            "exception that reached a caller.", "", _table(
+                ["store", "publish mode", "workers × sessions × seconds", "turns",
+                 "acknowledged messages", "compactions", "deferred", "lost", "duplicated",
+                 "split pairs", "refused", "double compactions", "errors"], table)]
+
+
+def replace_section(block: str, heading: str, text: str) -> str:
+    """``block`` (the figures) with the section under ``heading`` replaced by ``text``
+    (appended when it has none)."""
+    if heading not in block:
+        return block.rstrip("\n") + "\n\n" + text + "\n"
+    before, rest = block.split(heading, 1)
+    cut = rest.find("\n### ")
+    after = "" if cut < 0 else rest[cut:]
+    return before + text + ("\n" + after if after else "\n")
 
 
 def render(rows: list[dict[str, Any]]) -> str:
@@ -47,12 +102,7 @@ def render(rows: list[dict[str, Any]]) -> str:
             ["how", "publish mode", "lost", "the error the caller gets"],
             [[r["how"], r["mode"], r["lost"], r["error"]] for r in by["disk_full"]])]
     if by["concurrency"]:
-        out += ["", "### Processes sharing sessions", "", _table(
-            ["publish mode", "processes × sessions × seconds", "turns", "messages",
-             "compactions", "deferred", "double compactions", "lost", "errors to a caller"],
-            [[r["mode"], f"{r['processes']} × {r['sessions']} × {r['seconds']}", r["turns"],
-              r["messages"], r["committed"], r["deferred"], r["doubled"], r["lost"],
-              r["errors"]] for r in by["concurrency"]])]
+        out += ["", *concurrency(by["concurrency"])]
     if by["fuzz"]:
         out += ["", "### Fuzzing", "", _table(
             ["target", "examples", "crashes", "outcomes"],
@@ -100,14 +150,27 @@ def render(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str]) -> None:
+    section = None
+    if argv[:1] == ["--section"]:
+        section, argv = argv[1], argv[2:]
+        if section not in SECTIONS:
+            raise SystemExit(f"--section {section}: expected one of {', '.join(SECTIONS)}")
     *sources, doc_path = argv
     rows = [json.loads(line) for src in sources if Path(src).exists()
             for line in Path(src).read_text(encoding="utf-8").splitlines() if line.strip()]
     doc = Path(doc_path)
     text = doc.read_text(encoding="utf-8")
     before, rest = text.split(START, 1)
-    _, after = rest.split(END, 1)
-    doc.write_text(f"{before}{START}\n{render(rows)}\n{END}{after}", encoding="utf-8")
+    block, after = rest.split(END, 1)
+    if section is None:
+        block = render(rows)
+    else:
+        mine = [r for r in rows if r["part"] == section]
+        if not mine:
+            raise SystemExit(f"no {section} figures in {', '.join(sources)}")
+        block = replace_section(block.strip("\n"), SECTIONS[section],
+                                "\n".join(concurrency(mine))).rstrip("\n")
+    doc.write_text(f"{before}{START}\n{block}\n{END}{after}", encoding="utf-8")
 
 
 if __name__ == "__main__":

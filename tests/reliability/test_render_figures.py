@@ -1,0 +1,80 @@
+"""``render_figures.py`` (issue 31): the concurrency section per store × workers × mode with
+its totals, and ``--section`` replacing that section alone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import render_figures
+
+DOC = """# Page
+
+<!-- figures:start -->
+Measured in one run.
+
+### SIGKILL trials
+
+| a |
+|---|
+| 1 |
+
+### Processes sharing sessions
+
+| old |
+|---|
+| 9 |
+
+### Fuzzing
+
+| f |
+|---|
+| 2 |
+<!-- figures:end -->
+
+After.
+"""
+
+
+def _row(store: str, processes: int, mode: str, messages: int, **anomalies: int) -> dict:
+    base = dict(part="concurrency", size="full", at=1796515200.0, store=store, mode=mode,
+                processes=processes, sessions=1, seconds=240.0, turns=messages // 4,
+                messages=messages, committed=10, deferred=3, errors=0, refused=0, lost=0,
+                duplicated=0, split=0, doubled=0)
+    return {**base, **anomalies}
+
+
+def test_section_replaces_the_concurrency_table_only(tmp_path: Path) -> None:
+    doc, figures = tmp_path / "reliability.md", tmp_path / "figures.jsonl"
+    doc.write_text(DOC)
+    rows = [_row("sqlite", 2, "rotate", 400), _row("postgresql", 8, "in_place", 100, split=1)]
+    figures.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    render_figures.main(["--section", "concurrency", str(figures), str(doc)])
+    text = doc.read_text()
+    assert "| old |" not in text
+    for kept in ("### SIGKILL trials", "| 1 |", "### Fuzzing", "| 2 |", "After.",
+                 "Measured in one run."):
+        assert kept in text
+    assert text.index("### SIGKILL") < text.index("### Processes") < text.index("### Fuzz")
+    lines = text.splitlines()
+    assert "| sqlite | rotate | 2 × 1 × 240 | 100 | 400 | 10 | 3 | 0 | 0 | 0 | 0 | 0 | 0 |" \
+        in lines
+    assert "| postgresql | in_place | 8 × 1 × 240 | 25 | 100 | 10 | 3 | 0 | 0 | 1 | 0 | 0 | 0 |" \
+        in lines
+    assert "| **total** |  |  | 125 | **500** | 20 | 6 | 0 | 0 | 1 | 0 | 0 | 0 |" in lines
+    assert "| **postgresql total** |  |  | 25 | **100** | 20 | 6 | 0 | 0 | 1 | 0 | 0 | 0 |" \
+        not in lines  # its own totals only
+    assert "| **postgresql total** |  |  | 25 | **100** | 10 | 3 | 0 | 0 | 1 | 0 | 0 | 0 |" \
+        in lines
+    # rendering again from the same figures changes nothing
+    render_figures.main(["--section", "concurrency", str(figures), str(doc)])
+    assert doc.read_text() == text
+
+
+def test_full_render_shows_rows_of_an_older_run_without_the_new_counts() -> None:
+    old = _row("sqlite", 8, "rotate", 4000)
+    for key in ("store", "refused", "split", "duplicated"):
+        del old[key]
+    text = render_figures.render([old])
+    assert "| sqlite | rotate | 8 × 1 × 240 | 1000 | 4000 | 10 | 3 | 0 | – | – | – | 0 | 0 |" \
+        in text.splitlines()
