@@ -11,7 +11,7 @@ The store is built in rooms like the SQLite one, each a subclass of the one befo
 and :class:`PostgresStore` here (search, recap, history reader), with :mod:`.indexing`
 (the search indexes' catch-up after bulk writes).  :mod:`.schema` holds the versioned
 migrations, :mod:`.settings` the URL options (``schema``, ``pool_min``, ``pool_max``,
-``pool_timeout``).  The rules every backend shares come from hermes-host
+``pool_timeout``, ``lock_timeout``).  The rules every backend shares come from hermes-host
 (:class:`hermes_host.store.rooms.SharedRooms`, the base of ``._base``, and
 :mod:`hermes_host.store.rules`).
 """
@@ -126,7 +126,13 @@ class PostgresStore(ManifestRooms):
                     progress(min(done, total), max(done, total))
             conn.execute("SELECT gin_clean_pending_list('messages_words'::regclass) + "
                          "gin_clean_pending_list('messages_substring'::regclass)")
-            conn.execute("VACUUM (ANALYZE) messages")
+            # VACUUM waits for an autovacuum of the table to finish: maintenance, not a
+            # turn, so no lock_timeout for it (RESET restores the connection's own).
+            conn.execute("SET lock_timeout = 0")
+            try:
+                conn.execute("VACUUM (ANALYZE) messages")
+            finally:
+                conn.execute("RESET lock_timeout")
         return done
 
     @errors("reading the search index state")

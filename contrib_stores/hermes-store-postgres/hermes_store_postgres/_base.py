@@ -7,17 +7,25 @@ transaction (``READ COMMITTED`` plus row locks where a decision depends on a row
 connection idle for more than :data:`CHECK_IDLE` is checked on checkout, so one broken by a
 server restart or ``pg_terminate_backend`` is replaced instead of failing the next turn.
 
+Failures are fast and named (issue 31 (4)): libpq's ``connect_timeout`` defaults to 3 s, a
+call waits at most ``pool_timeout`` (1 s) for the pool and not at all while the pool knows
+the server is unreachable (:class:`_Reach`); every connection has ``lock_timeout`` (10 s);
+:func:`translate` says which of these happened, and whether anything was written.
+
 Time comes from the database (``clock_timestamp()``), never from the host: leases expire
 by one clock however many machines share the store.
 """
 
 from __future__ import annotations
 
+import logging
 import select
+import threading
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ClassVar
 
 import psycopg
 from psycopg import sql
@@ -29,45 +37,130 @@ from hermes_host.store.codec import MSG_COLS, WINDOW_ORDER
 from hermes_host.store.errors import translating
 from hermes_host.store.rooms import SharedRooms
 from hermes_store_postgres.schema import migrate
-from hermes_store_postgres.settings import StoreSettings, parse_url
+from hermes_store_postgres.settings import StoreSettings, parse_url, server_setting
 
-__all__ = ["MSG_COLS", "NOW", "WINDOW_ORDER", "Conn", "PostgresBase", "errors"]
+__all__ = ["MSG_COLS", "NOW", "WINDOW_ORDER", "Conn", "PostgresBase", "Unreachable", "errors"]
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 
 NOW = "extract(epoch FROM clock_timestamp())::double precision"
 """The database's clock, in Unix seconds (what every stored time is)."""
 
+log = logging.getLogger("hermes_store_postgres")
 
-def _why(exc: BaseException) -> str:
+
+class Unreachable(Exception):
+    """No connection to the server could be opened (``cause``: libpq's error)."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+# -- what went wrong, said as what it is --------------------------------------------------
+
+_READS = ("reading", "listing", "counting", "searching", "exporting", "building", "resuming",
+          "opening")
+"""Actions (the ``errors(action)`` texts) that write nothing: their failure changed nothing."""
+
+
+def _scrub(settings: StoreSettings, text: str) -> str:
+    text = " ".join(text.split())
+    if settings.password:
+        text = text.replace(settings.password, "***")
+    return text
+
+
+def _libpq_reason(text: str) -> str:
+    """What follows the last ``failed: `` of a libpq connection error (``Connection
+    refused``, ``timeout expired``, ``FATAL: password authentication failed …``), else the
+    whole text."""
+    lines = [line for line in text.splitlines() if "failed: " in line]
+    reason = lines[-1].rsplit("failed: ", 1)[1] if lines else text
+    return " ".join(reason.split()) or " ".join(text.split())
+
+
+def _shown_setting(value: str | None) -> str | None:
+    if value is None:
+        return None
+    return f"{value}ms" if value.isdigit() else value
+
+
+def _what(settings: StoreSettings, exc: BaseException) -> tuple[str, str, bool]:
+    """(what happened, what to do, whether the driver's own text adds anything)."""
+    server = settings.server
+    if isinstance(exc, Unreachable):
+        reason = _scrub(settings, _libpq_reason(str(exc.cause)))
+        if "FATAL" in reason:  # the server answered, and refused
+            todo = ("The server refused this login: check the user, password and database "
+                    "in store.url (and the server's pg_hba.conf).")
+        else:
+            todo = (f"Check that PostgreSQL is running and accepts connections at {server} "
+                    "(host, port, firewall) and that store.url is right; each attempt gives "
+                    f"up after connect_timeout={settings.connect_timeout}s.")
+        return (f"cannot connect to the PostgreSQL server at {server} ({reason})", todo, False)
     if isinstance(exc, PoolTimeout):
         return (
-            "no database connection became available in time (the server is down or "
-            "unreachable, or every pooled connection is busy: raise pool_max)"
+            f"no pooled connection to {server} became free within "
+            f"pool_timeout={settings.pool_timeout:g}s",
+            "Every pooled connection is busy: raise pool_max (or pool_timeout) in store.url.",
+            False,
         )
+    if isinstance(exc, psycopg.errors.LockNotAvailable):
+        shown = _shown_setting(server_setting(settings.options, "lock_timeout"))
+        limit = shown or f"{settings.lock_timeout:g}s"
+        return (
+            f"waited past lock_timeout={limit} for a row another client holds",
+            "Another host's transaction or an open admin session holds it (see pg_locks and "
+            "pg_stat_activity); retry, or raise lock_timeout in store.url "
+            "(?lock_timeout=SECONDS, 0 = no limit).",
+            False,
+        )
+    if isinstance(exc, psycopg.errors.QueryCanceled):
+        if "statement timeout" in str(exc):
+            shown = _shown_setting(server_setting(settings.options, "statement_timeout"))
+            limit = f"statement_timeout={shown}" if shown else (
+                "statement_timeout (set on the server, database or role)")
+            return (
+                f"a statement ran past {limit}",
+                "Raise statement_timeout (options=-c%20statement_timeout%3D… in store.url, "
+                "or ALTER ROLE … SET statement_timeout) or find what slows the server.",
+                False,
+            )
+        return ("a statement was cancelled (pg_cancel_backend or a client's cancel request)",
+                "Retry.", True)
     if isinstance(exc, psycopg.errors.InsufficientPrivilege):
-        return "the store's role lacks a privilege on its schema (it should own the schema)"
+        return ("the store's role lacks a privilege on its schema (it should own the schema)",
+                "", True)
     if isinstance(exc, psycopg.errors.AdminShutdown | psycopg.errors.CrashShutdown):
-        return "the database server closed the connection (restart or terminated backend)"
-    if isinstance(exc, psycopg.OperationalError):
-        return "lost or could not open the database connection"
+        return (f"the database server at {server} closed the connection (restart or "
+                "terminated backend)", "Retry once the server is back.", True)
     if isinstance(exc, psycopg.errors.DiskFull):
-        return "the database server's disk is full"
-    return "database error"
+        return (f"the database server's disk is full ({server})", "", True)
+    if isinstance(exc, psycopg.OperationalError):
+        return (f"lost the connection to the PostgreSQL server at {server}",
+                "Retry; if it persists, check the server and the network.", True)
+    return ("database error", "", True)
 
 
 def translate(settings: StoreSettings, exc: BaseException, action: str) -> StoreError:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    if settings.password:
-        text = text.replace(settings.password, "***")
-    return StoreError(
-        f"{settings.shown}: {_why(exc)} (while {action}: {text}); the transaction was rolled "
-        "back, so nothing of it was stored"
-    )
+    what, todo, detail = _what(settings, exc)
+    cause = exc.cause if isinstance(exc, Unreachable) else exc
+    text = _scrub(settings, str(cause)) or type(cause).__name__
+    where = f" (while {action}: {text})" if detail else f" while {action}"
+    if action.startswith(_READS):
+        outcome = "nothing was written or changed"
+    elif isinstance(exc, Unreachable):
+        outcome = "nothing of it was stored"
+    else:
+        outcome = "the transaction was rolled back, so nothing of it was stored"
+    return StoreError(f"{settings.shown}: {what}{where}; {outcome}." + (
+        f" {todo}" if todo else ""))
 
 
 errors = translating(
-    (psycopg.Error, PoolTimeout), lambda store, exc, action: translate(store.settings, exc, action)
+    (psycopg.Error, PoolTimeout, Unreachable),
+    lambda store, exc, action: translate(store.settings, exc, action),
 )
 """Turn any driver or pool error inside a store method into a user-facing StoreError."""
 
@@ -80,9 +173,97 @@ turns is replaced instead of failing the next turn.  A connection back in the po
 to every store call."""
 
 
+# -- knowing when the server is down --------------------------------------------------------
+
+
+class _Reach:
+    """What one store knows of its server.  ``pool_down``: the pool's own last connection
+    attempt failed — a call then does not wait for the pool (it would wait ``pool_timeout``
+    for a connection the pool cannot make) but opens a direct connection at once, which
+    either works or fails with the server's reason.  An outage is logged once (INFO) when it
+    starts and once when it ends; the pool's warning per retry is silenced (:class:`_Quiet`)."""
+
+    def __init__(self, settings: StoreSettings) -> None:
+        self._settings = settings
+        self._lock = threading.Lock()
+        self.pool_down = False
+        self.down_since: float | None = None
+
+    def failed(self, exc: BaseException, *, pool: bool) -> None:
+        with self._lock:
+            first = self.down_since is None
+            if first:
+                self.down_since = time.monotonic()
+            if pool:
+                self.pool_down = True
+        reason = _scrub(self._settings, _libpq_reason(str(exc)))
+        (log.info if first else log.debug)(
+            "cannot connect to PostgreSQL at %s (%s)%s", self._settings.server, reason,
+            "; store calls fail at once until it is back" if first else "")
+
+    def succeeded(self, *, pool: bool) -> None:
+        with self._lock:
+            since, self.down_since = self.down_since, None
+            if pool:
+                self.pool_down = False
+        if since is not None:
+            log.info("PostgreSQL at %s is reachable again (after %.1f s)",
+                     self._settings.server, time.monotonic() - since)
+
+
 class _Pooled(psycopg.Connection[tuple[Any, ...]]):
     returned_at: float = 0.0
     """``time.monotonic()`` when the pool last got the connection back."""
+    reach: ClassVar[_Reach | None] = None
+    """The store whose pool makes connections of this class (a subclass per store)."""
+
+    @classmethod
+    def connect(cls, conninfo: str = "", **kwargs: Any) -> Any:
+        """psycopg's ``connect``, telling the store whether the pool reached the server."""
+        try:
+            conn = super().connect(conninfo, **kwargs)
+        except psycopg.Error as exc:
+            if cls.reach is not None:
+                cls.reach.failed(exc, pool=True)
+            raise
+        if cls.reach is not None:
+            cls.reach.succeeded(pool=True)
+        return conn
+
+
+class _Quiet(logging.Filter):
+    """Drops psycopg_pool's warning per failed (re)connection attempt of this package's
+    pools — about one a second while a server is down, each with libpq's two-line text.
+    The store says it once instead (the failing call's StoreError; :class:`_Reach`'s INFO
+    line)."""
+
+    _MESSAGES = ("error connecting in %r", "reconnection attempt in pool %r failed")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pools: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def add(self, name: str) -> None:
+        with self._lock:
+            self.pools[name] += 1
+
+    def remove(self, name: str) -> None:
+        with self._lock:
+            self.pools[name] -= 1
+            if self.pools[name] <= 0:
+                del self.pools[name]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        return not (
+            isinstance(record.msg, str) and record.msg.startswith(self._MESSAGES)
+            and isinstance(args, tuple) and bool(args) and args[0] in self.pools
+        )
+
+
+_QUIET = _Quiet()
+logging.getLogger("psycopg.pool").addFilter(_QUIET)
 
 
 def _stamp_return(conn: Conn) -> None:
@@ -109,22 +290,31 @@ class PostgresBase(SharedRooms[Conn]):
         self.location = self.settings.shown
         self.lease_ttl = float(lease_ttl)
         params = conninfo_to_dict(self.settings.conninfo)
-        path = f"-c search_path={self.schema},public"
-        params["options"] = f"{params['options']} {path}" if params.get("options") else path
+        # lock_timeout first, so the URL's own options (-c lock_timeout=…) override it;
+        # search_path last: the store's tables are found through it.
+        params["options"] = " ".join(part for part in (
+            f"-c lock_timeout={round(self.settings.lock_timeout * 1000)}",
+            str(params.get("options") or ""),
+            f"-c search_path={self.schema},public",
+        ) if part)
         params.setdefault("application_name", "hermes-host")
-        params.setdefault("connect_timeout", "10")
+        params["connect_timeout"] = str(self.settings.connect_timeout)
         self._conninfo = make_conninfo("", **params)
+        self._reach = _Reach(self.settings)
+        pooled = type("_Pooled", (_Pooled,), {"reach": self._reach})
+        self._pool_name = f"hermes-{self.schema}"
+        _QUIET.add(self._pool_name)
         self._pool: ConnectionPool[Conn] = ConnectionPool(
             self._conninfo,
             min_size=self.settings.pool_min,
             max_size=self.settings.pool_max,
             timeout=self.settings.pool_timeout,
             kwargs={"autocommit": True},
-            connection_class=_Pooled,
+            connection_class=pooled,
             check=_check_if_idle,
             reset=_stamp_return,
             open=False,
-            name=f"hermes-{self.schema}",
+            name=self._pool_name,
         )
         self._open()
 
@@ -132,12 +322,16 @@ class PostgresBase(SharedRooms[Conn]):
         try:
             # One direct connection first: a refused login or an unreachable server fails
             # now with the server's own reason (a pool would only report a timeout).
-            with psycopg.connect(self._conninfo, autocommit=True) as conn:
+            with self._direct() as conn:
+                # Hosts starting together wait for each other's migration (an advisory
+                # lock), however long it takes: no lock_timeout on this connection.
+                conn.execute("SET lock_timeout = 0")
                 migrate(conn, self.schema, self.location)
-            self._pool.open(wait=True, timeout=self.settings.pool_timeout)
+            self._pool.open(
+                wait=True, timeout=self.settings.pool_timeout + self.settings.connect_timeout)
         except BaseException as exc:
-            self._pool.close()
-            if isinstance(exc, psycopg.Error | PoolTimeout):
+            self.close()
+            if isinstance(exc, psycopg.Error | PoolTimeout | Unreachable):
                 raise translate(self.settings, exc, "opening the store") from None
             raise
 
@@ -149,11 +343,33 @@ class PostgresBase(SharedRooms[Conn]):
     # -- connections and transactions -------------------------------------------------------
 
     @contextmanager
+    def _direct(self) -> Iterator[Conn]:
+        """A connection of its own, outside the pool (closed after use).  Failing to open it
+        raises :class:`Unreachable` with libpq's reason."""
+        try:
+            conn = psycopg.connect(self._conninfo, autocommit=True)
+        except psycopg.Error as exc:
+            self._reach.failed(exc, pool=False)
+            raise Unreachable(exc) from exc
+        self._reach.succeeded(pool=False)
+        if self._reach.pool_down:
+            # The server is back but the pool may be backing off (or have given up): let it
+            # start a new attempt now.  A no-op while one is under way.
+            self._pool.check()
+        with conn:
+            yield conn
+
+    @contextmanager
     def _connection(self) -> Iterator[Conn]:
-        """A pooled connection; when the pool cannot deliver one in ``pool_timeout`` (the
-        server was down and the pool is still backing off its reconnects, or every
-        connection is busy), one direct connection: it either works — the turn goes on —
-        or fails with the server's own reason instead of a bare timeout."""
+        """A pooled connection.  When the pool cannot reach the server (its last connection
+        attempt failed) and has none ready, a direct connection at once, without waiting;
+        when the pool delivers none in ``pool_timeout`` (the server just went down, or every
+        connection is busy), one direct connection too.  Either works — the turn goes on —
+        or fails with the server's own reason, in about ``connect_timeout`` at most."""
+        if self._reach.pool_down and not self._pool.get_stats().get("pool_available", 0):
+            with self._direct() as conn:
+                yield conn
+            return
         entered = False
         try:
             with self._pool.connection() as conn:
@@ -163,7 +379,7 @@ class PostgresBase(SharedRooms[Conn]):
         except PoolTimeout:
             if entered:
                 raise
-        with psycopg.connect(self._conninfo, autocommit=True) as conn:
+        with self._direct() as conn:
             yield conn
 
     @contextmanager
@@ -187,6 +403,9 @@ class PostgresBase(SharedRooms[Conn]):
 
     def close(self) -> None:
         self._pool.close()
+        if self._pool_name:
+            _QUIET.remove(self._pool_name)
+            self._pool_name = ""
 
     def __enter__(self) -> PostgresBase:
         return self

@@ -6,38 +6,67 @@ query options, which are taken out before libpq sees the URL.
 * ``schema`` — the schema holding the store's tables (default ``hermes``), so several
   deployments can share one database.  Lower-case letters, digits and ``_``.
 * ``pool_min`` / ``pool_max`` — connections the pool keeps open / may open (default 1 / 10).
-* ``pool_timeout`` — seconds to wait for a free connection (default 30).
+* ``pool_timeout`` — seconds a store call waits for a pooled connection before it opens a
+  direct one (default 1).
+* ``lock_timeout`` — seconds a statement may wait for a row or table lock another client
+  holds (default 10; ``0`` = no limit).  Sent as ``-c lock_timeout=…`` *before* the URL's own
+  ``options``, so ``options=-c%20lock_timeout%3D…`` overrides it too.
 
 Every other option (``sslmode``, ``connect_timeout``, ``options``, ``application_name`` …) is
-libpq's and passes through unchanged.
+libpq's and reaches libpq exactly as written in the URL: the query string is split on ``&``
+and the store's options removed, nothing is decoded and re-encoded (``%20`` stays ``%20``; a
+``+`` stays a ``+``, as libpq and psql read it).  ``connect_timeout`` defaults to 3 seconds.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from psycopg.conninfo import conninfo_to_dict
 
 from hermes_host.store import StoreError
 from hermes_host.store.registry import redact_url
 
-__all__ = ["DEFAULT_SCHEMA", "StoreSettings", "parse_url"]
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_LOCK_TIMEOUT",
+    "DEFAULT_POOL_TIMEOUT",
+    "DEFAULT_SCHEMA",
+    "StoreSettings",
+    "parse_url",
+    "server_setting",
+]
 
 DEFAULT_SCHEMA = "hermes"
+DEFAULT_POOL_TIMEOUT = 1.0
+"""Seconds a call waits for a pooled connection; then one direct connection is tried."""
+DEFAULT_CONNECT_TIMEOUT = 3
+"""libpq's ``connect_timeout`` unless the URL sets one (libpq's minimum is 2)."""
+DEFAULT_LOCK_TIMEOUT = 10.0
+"""Seconds a statement waits for a lock another client holds (``lock_timeout``)."""
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-_OURS = ("schema", "pool_min", "pool_max", "pool_timeout")
+_OURS = ("schema", "pool_min", "pool_max", "pool_timeout", "lock_timeout")
 
 
 @dataclass(frozen=True)
 class StoreSettings:
     conninfo: str
-    """The URL as libpq gets it (hermes-host's options removed)."""
+    """The URL as libpq gets it (hermes-host's options removed, the rest as written)."""
     shown: str
     """The URL as messages show it (password replaced by ``***``)."""
     schema: str
     pool_min: int = 1
     pool_max: int = 10
-    pool_timeout: float = 30.0
+    pool_timeout: float = DEFAULT_POOL_TIMEOUT
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    connect_timeout: int = DEFAULT_CONNECT_TIMEOUT
+    """libpq's ``connect_timeout`` in effect (the URL's, else the default)."""
+    server: str = ""
+    """``host:port`` (comma-separated when the URL names several) — what messages name."""
+    options: str = ""
+    """The URL's own libpq ``options`` (decoded), e.g. ``-c statement_timeout=500``."""
     password: str | None = None
     """Kept only to scrub it from driver error text."""
 
@@ -52,6 +81,23 @@ def _number(name: str, text: str, low: float) -> float:
     return value
 
 
+def _server(params: dict[str, str]) -> str:
+    """``host:port`` of every host libpq would try (a socket directory is shown as is)."""
+    hosts = (params.get("host") or params.get("hostaddr") or "localhost").split(",")
+    ports = (params.get("port") or "").split(",")
+    shown = []
+    for n, host in enumerate(hosts):
+        port = ports[n] if n < len(ports) else ports[-1]
+        shown.append(f"{host or 'localhost'}:{port or '5432'}")
+    return ",".join(shown)
+
+
+def server_setting(options: str, name: str) -> str | None:
+    """The last ``-c NAME=VALUE`` (or ``--NAME=VALUE``) in a libpq ``options`` string."""
+    found = re.findall(rf"(?:-c\s*|--){re.escape(name)}=(\S+)", options)
+    return found[-1] if found else None
+
+
 def parse_url(url: str) -> StoreSettings:
     """Split ``url`` into the libpq URL and the store's options (:class:`StoreError` for a
     bad option; the message shows the URL without its password)."""
@@ -59,8 +105,16 @@ def parse_url(url: str) -> StoreSettings:
     parts = urlsplit(url)
     if parts.scheme.lower() not in ("postgresql", "postgres"):
         raise StoreError(f"{shown}: not a postgresql:// URL")
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    ours = {k: v for k, v in query if k in _OURS}
+    ours: dict[str, str] = {}
+    rest: list[str] = []
+    for piece in parts.query.split("&"):
+        if not piece:
+            continue
+        key, _, value = piece.partition("=")
+        if unquote(key) in _OURS:
+            ours[unquote(key)] = unquote(value)
+        else:
+            rest.append(piece)  # libpq's: passed on exactly as written
     schema = ours.get("schema", DEFAULT_SCHEMA)
     if not _SCHEMA_NAME.match(schema):
         raise StoreError(
@@ -71,20 +125,38 @@ def parse_url(url: str) -> StoreSettings:
     pool_max = int(_number("pool_max", ours.get("pool_max", "10"), 1))
     if pool_max < max(pool_min, 1):
         raise StoreError(f"{shown}: pool_max ({pool_max}) is below pool_min ({pool_min})")
-    timeout = _number("pool_timeout", ours.get("pool_timeout", "30"), 0.1)
-    rest = [(k, v) for k, v in query if k not in _OURS]
+    timeout = _number("pool_timeout", ours.get("pool_timeout", f"{DEFAULT_POOL_TIMEOUT:g}"),
+                      0.1)
+    lock_timeout = _number(
+        "lock_timeout", ours.get("lock_timeout", f"{DEFAULT_LOCK_TIMEOUT:g}"), 0)
     conninfo = urlunsplit(
-        ("postgresql", parts.netloc, parts.path, urlencode(rest), parts.fragment)
+        ("postgresql", parts.netloc, parts.path, "&".join(rest), parts.fragment)
     )
-    password = parts.password or dict(rest).get("password") or None
+    try:
+        params = {k: str(v) for k, v in conninfo_to_dict(conninfo).items() if v is not None}
+    except Exception as exc:  # libpq's own parser refused it: say so, without the password
+        text = " ".join(str(exc).split())
+        if parts.password:
+            text = text.replace(parts.password, "***")
+        raise StoreError(f"{shown}: libpq cannot read this URL ({text})") from None
+    connect_timeout = params.get("connect_timeout") or str(DEFAULT_CONNECT_TIMEOUT)
+    try:
+        connect = int(float(connect_timeout))
+    except ValueError:
+        raise StoreError(
+            f"{shown}: connect_timeout={connect_timeout!r}: expected whole seconds"
+        ) from None
+    password = params.get("password") or parts.password or None
     return StoreSettings(
         conninfo=conninfo,
-        shown=redact_url(urlunsplit(
-            ("postgresql", parts.netloc, parts.path, urlencode(query), "")
-        )),
+        shown=redact_url(urlunsplit(("postgresql", parts.netloc, parts.path, parts.query, ""))),
         schema=schema,
         pool_min=pool_min,
         pool_max=pool_max,
         pool_timeout=timeout,
+        lock_timeout=lock_timeout,
+        connect_timeout=connect,
+        server=_server(params),
+        options=str(params.get("options") or ""),
         password=password,
     )
