@@ -26,6 +26,7 @@ from hermes_host.plugins import PluginError
 from hermes_host.store import SessionNotFoundError, StoreError
 
 from .config_cmd import config_option, fail, load_config_or_fail
+from .output import console as shared_console
 
 __all__ = ["RichChatUI", "chat"]
 
@@ -36,7 +37,7 @@ class RichChatUI:
     """:class:`hermes_host.chat.ChatUI` on a rich console."""
 
     def __init__(self, console: Console | None = None) -> None:
-        self.console = console or Console(highlight=False)
+        self.console = console or shared_console(highlight=False)
 
     def reply(self, text: str) -> None:
         self.console.print(Text("assistant> ", style="bold cyan") + Text(text))

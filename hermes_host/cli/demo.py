@@ -7,7 +7,6 @@ unless ``--store`` is given, then shows the lineage and the newest summary.
 from __future__ import annotations
 
 import click
-from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
@@ -16,6 +15,7 @@ from hermes_host.plugins import PluginError
 from hermes_host.store import StoreError
 
 from .config_cmd import fail
+from .output import console
 
 __all__ = ["demo"]
 
@@ -41,7 +41,7 @@ _SUMMARY_LINES = 30
 def demo(store_path: str | None, context_length: int) -> None:
     """Run a scripted tour of hermes-host's own source whose tool calls really run, with the
     offline summariser and a small window; then show the lineage and one summary."""
-    out = Console(highlight=False)
+    out = console(highlight=False)
     try:
         result = run_demo(
             store_path,

@@ -17,7 +17,6 @@ from pathlib import Path
 import click
 from rich import box
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from hermes_host.config import HermesConfig
@@ -31,6 +30,7 @@ from hermes_host.store import StoreError
 from hermes_host.transcripts import TranscriptError, load_transcript
 
 from .config_cmd import config_option, fail, load_config_or_fail
+from .output import console, progress_bar
 
 __all__ = ["replay", "with_context_length"]
 
@@ -160,17 +160,9 @@ def replay(
     except (PluginError, StoreError) as exc:
         fail(f"error: {exc}")
 
-    err = Console(stderr=True)
+    err = console(stderr=True, highlight=False)
     try:
-        with Progress(
-            TextColumn("[bold]replay[/] {task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-            disable=not err.is_terminal,
-        ) as progress:
+        with progress_bar("replay", as_json=as_json) as progress:
             task = progress.add_task(transcript.name, total=len(parsed.messages))
 
             def on_step(done: int, total: int) -> None:
@@ -209,7 +201,7 @@ def replay(
 
 
 def _print_summary(result: ReplayResult) -> None:
-    out = Console()
+    out = console()
     table = Table(title=f"replay of {Path(result.transcript).name}", show_header=False)
     table.add_column("", style="bold")
     table.add_column("")
@@ -339,7 +331,7 @@ def _print_problems(rows: list[HookHealth]) -> None:
     and last error message (redacted and bounded by the fence)."""
     if not rows:
         return
-    out = Console()
+    out = console()
     table = Table(title="engine problems", title_style="bold red", box=box.SIMPLE_HEAD,
                   pad_edge=False)
     width = max(len(f"{r.plugin}.{r.hook}") for r in rows)
