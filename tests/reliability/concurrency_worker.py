@@ -12,7 +12,10 @@ its compression runs while other processes append.  Every message the store acce
 acknowledged in ``OUT`` (one JSON line each), as is every compression report and every
 exception that reached this caller; a ``StaleSessionError`` from ``add_message`` (a write
 refused because another process rotated the conversation, which ``add_message`` must follow
-instead) is reported as ``refused``.
+instead) is reported as ``refused``.  The last line counts how often this process took the
+window from the store because another one wrote (``followed``, ``followed_rotation``: to a
+newer session) and how often the store refused an append because a rotation had just
+committed, which ``add_message`` then followed (``stale_appends``): the races happened.
 
 The engine (``NamingTail``) keeps the system prompt, one summary and the last user turn; its
 summary names, by tag, every message it replaced, so the test can check that whatever left
@@ -34,6 +37,7 @@ from typing import Any
 
 from hermes_host import CompressRequest, CompressResult, hookimpl
 from hermes_host.host import ContextHost
+from hermes_host.session import sync as session_sync
 from hermes_host.store import StaleSessionError
 from tests.host_helpers import TailEngine, make_config
 
@@ -68,9 +72,28 @@ def main(store: str, locks: Path, index: int, sessions: int, seconds: float, min
 
     engine = NamingTail(keep=1, threshold=900)
     seq = 0
+    races = {"followed": 0, "followed_rotation": 0, "stale_appends": 0}
+    real_follow = session_sync.follow
+
+    def counting_follow(session: Any, marker: Any) -> None:
+        races["followed"] += 1
+        races["followed_rotation"] += marker.session_id != session.id
+        real_follow(session, marker)
+
+    session_sync.follow = counting_follow
     config = make_config("tail", model={"context_length": 4000, "max_output_tokens": 200},
                          compression={"mode": mode}, store={"lease_ttl_seconds": 30})
     with ContextHost.from_config(config, store=store, extra_plugins={"tail": engine}) as host:
+        real_append = host.store.append_messages
+
+        def counting_append(*args: Any, **kwargs: Any) -> list[int]:
+            try:
+                return real_append(*args, **kwargs)
+            except StaleSessionError:
+                races["stale_appends"] += 1
+                raise
+
+        host.store.append_messages = counting_append  # type: ignore[method-assign]
         live: dict[int, Any] = {}
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline or seq < min_turns:
@@ -119,7 +142,7 @@ def main(store: str, locks: Path, index: int, sessions: int, seconds: float, min
             except Exception as exc:  # anything reaching the caller is an anomaly
                 live.pop(k, None)
                 emit(error=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc()[-1500:])
-    emit(done=index, turns=seq)
+    emit(done=index, turns=seq, **races)
     log.close()
 
 

@@ -44,12 +44,18 @@ def concurrency(rows: list[dict[str, Any]]) -> list[str]:
     def total(label: str, group: list[dict[str, Any]]) -> list[Any]:
         return [f"**{label}**", "", "", sum(r["turns"] for r in group),
                 f"**{sum(r['messages'] for r in group)}**",
-                sum(r["committed"] for r in group), sum(r["deferred"] for r in group),
+                sum(r["committed"] for r in group), sum(r["deferred"] for r in group), "",
                 *[sum(r.get(k) or 0 for r in group) for k in anomalies]]
+
+    def races(r: dict[str, Any]) -> str | None:
+        if r.get("followed") is None:
+            return None
+        return f"{r['followed']} / {r['followed_rotation']} / {r['stale_appends']}"
 
     table = [[r.get("store", "sqlite"), r["mode"],
               f"{r['processes']} × {r['sessions']} × {r['seconds']:g}", r["turns"],
-              r["messages"], r["committed"], r["deferred"], *[r.get(k) for k in anomalies]]
+              r["messages"], r["committed"], r["deferred"], races(r),
+              *[r.get(k) for k in anomalies]]
              for r in rows]
     stores = list(dict.fromkeys(r.get("store", "sqlite") for r in rows))
     if len(stores) > 1:
@@ -64,10 +70,14 @@ def concurrency(rows: list[dict[str, Any]]) -> list[str]:
             "summary naming it; *duplicated*: stored more than once, or stored but never "
             "acknowledged; *split pairs*: a tool call and its result kept, moved or archived "
             "apart; *refused*: a `StaleSessionError` from `add_message`; *errors*: any other "
-            "exception that reached a caller.", "", _table(
+            "exception that reached a caller. *Races* shows that they ran: how often a "
+            "process took its window from the store because another one wrote / of those, "
+            "to a newer session (a rotation) / appends the store refused because a rotation "
+            "had just committed, which `add_message` followed.", "", _table(
                 ["store", "publish mode", "workers × sessions × seconds", "turns",
-                 "acknowledged messages", "compactions", "deferred", "lost", "duplicated",
-                 "split pairs", "refused", "double compactions", "errors"], table)]
+                 "acknowledged messages", "compactions", "deferred", "races", "lost",
+                 "duplicated", "split pairs", "refused", "double compactions", "errors"],
+                table)]
 
 
 def replace_section(block: str, heading: str, text: str) -> str:

@@ -23,7 +23,10 @@ resumes.  Afterwards:
   its last, was produced by exactly one committed compression in one process (none twice,
   none missing); no window is left over its threshold by more than one unfinished turn per
   process;
-* integrity checks pass (SQLite) and every session resumes with a valid window.
+* integrity checks pass (SQLite) and every session resumes with a valid window;
+* the races ran: some process took its window from the store because another one wrote
+  (the figures also count the appends the store refused because a rotation had just
+  committed, each followed by ``add_message``).
 
 ``HERMES_HOST_RELIABILITY_CONCURRENCY_SECONDS`` overrides the seconds per cell (the long
 counting run of issue 31 in ``docs/reliability.md``).  The PostgreSQL cells use the server
@@ -209,7 +212,9 @@ def test_processes_share_sessions_exactly_once(
                    committed=len(committed), deferred=statuses["deferred"],
                    other_reports=dict(statuses), errors=len(errors), refused=len(refused),
                    lost=len(lost), duplicated=len(duplicated) + len(unacknowledged),
-                   split=len(split), doubled=len(doubled))
+                   split=len(split), doubled=len(doubled),
+                   **{k: sum(r.get(k, 0) for r in rows if "done" in r)
+                      for k in ("followed", "followed_rotation", "stale_appends")})
     print(json.dumps(figures))
     assert not refused, (f"{len(refused)} acknowledged-to-be writes refused, first: "
                          f"{refused[0]}; {figures}")
@@ -222,6 +227,7 @@ def test_processes_share_sessions_exactly_once(
     assert not counts_off, counts_off
     assert not invalid, invalid
     assert len(committed) >= sessions, "the run must compress every session at least once"
+    assert figures["followed"] > 0, "no process ever followed another's write: no race ran"
     if kind == "sqlite":
         fts_integrity(Path(store_url))
     with _host(store_url, 900) as host:

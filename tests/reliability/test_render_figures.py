@@ -40,7 +40,8 @@ def _row(store: str, processes: int, mode: str, messages: int, **anomalies: int)
     base = dict(part="concurrency", size="full", at=1796515200.0, store=store, mode=mode,
                 processes=processes, sessions=1, seconds=240.0, turns=messages // 4,
                 messages=messages, committed=10, deferred=3, errors=0, refused=0, lost=0,
-                duplicated=0, split=0, doubled=0)
+                duplicated=0, split=0, doubled=0, followed=7, followed_rotation=2,
+                stale_appends=1)
     return {**base, **anomalies}
 
 
@@ -57,14 +58,14 @@ def test_section_replaces_the_concurrency_table_only(tmp_path: Path) -> None:
         assert kept in text
     assert text.index("### SIGKILL") < text.index("### Processes") < text.index("### Fuzz")
     lines = text.splitlines()
-    assert "| sqlite | rotate | 2 × 1 × 240 | 100 | 400 | 10 | 3 | 0 | 0 | 0 | 0 | 0 | 0 |" \
-        in lines
-    assert "| postgresql | in_place | 8 × 1 × 240 | 25 | 100 | 10 | 3 | 0 | 0 | 1 | 0 | 0 | 0 |" \
-        in lines
-    assert "| **total** |  |  | 125 | **500** | 20 | 6 | 0 | 0 | 1 | 0 | 0 | 0 |" in lines
-    assert "| **postgresql total** |  |  | 25 | **100** | 20 | 6 | 0 | 0 | 1 | 0 | 0 | 0 |" \
+    assert ("| sqlite | rotate | 2 × 1 × 240 | 100 | 400 | 10 | 3 | 7 / 2 / 1 "
+            "| 0 | 0 | 0 | 0 | 0 | 0 |") in lines
+    assert ("| postgresql | in_place | 8 × 1 × 240 | 25 | 100 | 10 | 3 | 7 / 2 / 1 "
+            "| 0 | 0 | 1 | 0 | 0 | 0 |") in lines
+    assert "| **total** |  |  | 125 | **500** | 20 | 6 |  | 0 | 0 | 1 | 0 | 0 | 0 |" in lines
+    assert "| **postgresql total** |  |  | 25 | **100** | 20 | 6 |  | 0 | 0 | 1 | 0 | 0 | 0 |" \
         not in lines  # its own totals only
-    assert "| **postgresql total** |  |  | 25 | **100** | 10 | 3 | 0 | 0 | 1 | 0 | 0 | 0 |" \
+    assert "| **postgresql total** |  |  | 25 | **100** | 10 | 3 |  | 0 | 0 | 1 | 0 | 0 | 0 |" \
         in lines
     # rendering again from the same figures changes nothing
     render_figures.main(["--section", "concurrency", str(figures), str(doc)])
@@ -73,8 +74,9 @@ def test_section_replaces_the_concurrency_table_only(tmp_path: Path) -> None:
 
 def test_full_render_shows_rows_of_an_older_run_without_the_new_counts() -> None:
     old = _row("sqlite", 8, "rotate", 4000)
-    for key in ("store", "refused", "split", "duplicated"):
+    for key in ("store", "refused", "split", "duplicated", "followed", "followed_rotation",
+                "stale_appends"):
         del old[key]
     text = render_figures.render([old])
-    assert "| sqlite | rotate | 8 × 1 × 240 | 1000 | 4000 | 10 | 3 | 0 | – | – | – | 0 | 0 |" \
+    assert "| sqlite | rotate | 8 × 1 × 240 | 1000 | 4000 | 10 | 3 | – | 0 | – | – | – | 0 | 0 |" \
         in text.splitlines()
