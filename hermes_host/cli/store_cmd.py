@@ -3,9 +3,9 @@
 ``store migrate --from URL --to URL`` copies a whole history (sessions with their lineage,
 usage and guards; every message row, window and archived; engine state) between any two
 stores — SQLite file to PostgreSQL and back, or between two PostgreSQL schemas — with a
-progress bar, then verifies row counts and a checksum of every message.  A target that
-already holds sessions is refused unless ``--into-nonempty``.  URLs are shown without their
-password.
+progress bar on a terminal's stderr, then verifies row counts and a checksum of every
+message.  A target that already holds sessions is refused unless ``--into-nonempty``.  URLs
+are shown without their password.
 """
 
 from __future__ import annotations
@@ -14,20 +14,14 @@ import json
 import sys
 
 import click
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
+from rich.progress import TaskID
 
 from hermes_host.store import StoreError, open_store
 from hermes_host.store.registry import redact_url
 from hermes_host.store.transfer import migrate_history
 
 from .config_cmd import fail
+from .output import progress_bar
 
 __all__ = ["store"]
 
@@ -60,8 +54,8 @@ def migrate(source: str, target: str, into_nonempty: bool, batch: int, as_json: 
     except StoreError as exc:
         src.close()
         fail(f"--to: {exc}")
-    bar = Progress(TextColumn("{task.description:<14}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), disable=as_json)
+    # on stderr, and only on a terminal without --json: stdout carries the report alone
+    bar = progress_bar("migrate", as_json=as_json)
     tasks: dict[str, TaskID] = {}
 
     def progress(stage: str, done: int, total: int) -> None:
