@@ -16,6 +16,7 @@ suite uses it; skipped when that distribution is not installed or no server star
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -196,3 +197,120 @@ def test_add_message_follows_every_rotation_until_it_writes(store_url: str) -> N
                   if m.message.get("content") == "late"]
         assert len(stored) == 1 and stored[0].session_id == a.id and stored[0].active
         assert a.raw_window == host.store.active_messages(a.id)
+
+
+@pytest.mark.parametrize("mode", ["rotate", "in_place"])
+def test_postgres_append_queued_behind_a_publish_on_the_session_row(
+    request: pytest.FixtureRequest, mode: str
+) -> None:
+    """PostgreSQL only: appends and publishes of one session serialise on its ``sessions``
+    row.  While worker B's engine compresses, a second connection takes that row; B's publish
+    and then worker A's append queue behind it, in that order (checked in
+    ``pg_stat_activity``).  Released, B publishes first, and A's append — re-checked by the
+    server after B's commit — must land exactly once in the window B left (after a rotation:
+    refused in the parent by the store, then followed by ``add_message`` to the child), never
+    in a rotated parent, never lost."""
+    try:
+        server = request.getfixturevalue("hermes_postgres")
+    except pytest.FixtureLookupError:
+        pytest.skip("hermes-store-postgres is not installed")
+    import threading
+
+    from psycopg import sql
+
+    schema = server.fresh_schema()
+    locked = threading.Event()
+    admin = server.admin(server.database)
+
+    class LockingTail(SeeingTail):
+        """Takes the session row from the second connection while compressing (once)."""
+
+        session_id = ""
+
+        @hookimpl
+        def compress(self, request: CompressRequest) -> CompressResult:
+            if self.session_id and not locked.is_set():
+                admin.execute("BEGIN")
+                admin.execute(sql.SQL("SELECT 1 FROM {}.sessions WHERE id = %s "
+                                      "FOR NO KEY UPDATE").format(sql.Identifier(schema)),
+                              (self.session_id,))
+                locked.set()
+            return super().compress(request)
+
+    def waiting(n: int) -> None:
+        """Until ``n`` connections of the store's role wait for a row lock."""
+        deadline = time.monotonic() + 10
+        with server.admin(server.database) as watch:
+            while time.monotonic() < deadline:
+                row = watch.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE usename = %s "
+                    "AND wait_event_type = 'Lock'", (server.role,)).fetchone()
+                if row and row[0] >= n:
+                    return
+                time.sleep(0.02)
+        pytest.fail(f"{n} connection(s) never queued behind the session row: {outcome}")
+
+    outcome: dict[str, Any] = {}
+
+    def run(name: str, call: Callable[[], Any]) -> threading.Thread:
+        def target() -> None:
+            try:
+                outcome[name] = call()
+            except BaseException as exc:  # reported by the asserts below
+                outcome[name] = exc
+        thread = threading.Thread(target=target, daemon=True)
+        thread.start()
+        return thread
+
+    engine = LockingTail()
+    try:
+        with make_host(server.app_url(schema), engine, compression={"mode": mode}) as host:
+            host.open_session("conc", "You are terse.")
+            a = host.resume("conc")
+            b = host.resume("conc")
+            acknowledged: list[str] = []
+            for n in range(3):
+                for m in _turn(f"a{n}"):
+                    a.add_message(m)
+                    acknowledged.append(m["content"])
+            b._sync()
+            refused: list[str] = []
+            real = host.store.append_messages
+
+            def counting(*args: Any, **kwargs: Any) -> list[int]:
+                try:
+                    return real(*args, **kwargs)  # type: ignore[no-any-return]
+                except StaleSessionError as exc:
+                    refused.append(str(exc))
+                    raise
+
+            host.store.append_messages = counting  # type: ignore[method-assign]
+            late = {"role": "user", "content": "late question"}
+            engine.session_id = b.id
+            threads = [run("b", b.compress)]
+            assert locked.wait(20), outcome
+            waiting(1)  # B's publish
+            threads.append(run("a", lambda: a.add_message(late)))
+            waiting(2)  # and A's append behind it
+            admin.execute("COMMIT")
+            for thread in threads:
+                thread.join(30)
+            host.store.append_messages = real  # type: ignore[method-assign]
+            assert not isinstance(outcome.get("a"), BaseException), outcome["a"]
+            report = outcome["b"]
+            assert not isinstance(report, BaseException), report
+            assert report.status == "committed", report
+            acknowledged.append(late["content"])
+            if mode == "rotate":
+                # the queued append was re-checked after the rotation, refused, followed
+                assert len(refused) == 1, refused
+                assert a.id == b.id != a.lineage[0], (a.id, b.id, a.lineage)
+            else:
+                assert refused == [] and a.id == b.id == a.lineage[0]
+            stored = [m for m in host.store.lineage_messages(a.id)
+                      if m.message.get("content") == late["content"]]
+            assert len(stored) == 1 and stored[0].session_id == a.id and stored[0].active
+            _check(host, a, acknowledged, engine.seen)
+            _check(host, b, acknowledged, engine.seen)
+    finally:
+        admin.close()
