@@ -19,11 +19,13 @@ by one clock however many machines share the store.
 from __future__ import annotations
 
 import logging
+import os
 import select
+import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
@@ -270,15 +272,53 @@ def _stamp_return(conn: Conn) -> None:
     conn.returned_at = time.monotonic()  # type: ignore[attr-defined]
 
 
-def _check_if_idle(conn: Conn) -> None:
+def _check_within(conn: Conn, seconds: float) -> None:
+    """psycopg_pool's check (one empty query), given ``seconds`` to answer.  libpq would wait
+    for ever on a server that accepts but never answers (a stopped — ``SIGSTOP`` — or hung
+    server, packets dropped on the way): past the deadline a watchdog shuts the socket down,
+    the query fails at once, and the pool replaces the connection."""
+    fd = conn.fileno()
+    lock = threading.Lock()
+    state = {"done": False, "fired": False}
+
+    def fire() -> None:
+        with lock:
+            if state["done"]:
+                return
+            state["fired"] = True
+            try:
+                with socket.socket(fileno=os.dup(fd)) as sock:
+                    sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    timer = threading.Timer(seconds, fire)
+    timer.daemon = True
+    timer.start()
+    try:
+        ConnectionPool.check_connection(conn)
+    finally:
+        timer.cancel()
+        with lock:
+            state["done"] = True
+            fired = state["fired"]
+    if fired:  # even if the answer came just in time: the socket is shut now
+        raise psycopg.OperationalError(f"no answer to the pool's check within {seconds:g} s")
+
+
+def _check_if_idle(seconds: float) -> Callable[[Conn], None]:
     """The pool's check on checkout.  A connection the server closed while it sat in the
     pool (a restart, ``pg_terminate_backend``: the backend sends its FATAL notice first) has
     something to read on its socket, which an idle autocommit connection never has — a
     local test with no round trip; only a connection idle past :data:`CHECK_IDLE` also
-    gets the empty query."""
-    readable = bool(select.select([conn.fileno()], [], [], 0)[0])
-    if readable or time.monotonic() - getattr(conn, "returned_at", 0.0) > CHECK_IDLE:
-        ConnectionPool.check_connection(conn)
+    gets the empty query, which must answer within ``seconds`` (``pool_timeout``)."""
+
+    def check(conn: Conn) -> None:
+        readable = bool(select.select([conn.fileno()], [], [], 0)[0])
+        if readable or time.monotonic() - getattr(conn, "returned_at", 0.0) > CHECK_IDLE:
+            _check_within(conn, seconds)
+
+    return check
 
 
 class PostgresBase(SharedRooms[Conn]):
@@ -311,7 +351,7 @@ class PostgresBase(SharedRooms[Conn]):
             timeout=self.settings.pool_timeout,
             kwargs={"autocommit": True},
             connection_class=pooled,
-            check=_check_if_idle,
+            check=_check_if_idle(self.settings.pool_timeout),
             reset=_stamp_return,
             open=False,
             name=self._pool_name,

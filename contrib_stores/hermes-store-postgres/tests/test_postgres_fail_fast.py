@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +192,71 @@ def test_a_server_that_never_answers_fails_after_connect_timeout_issue_31() -> N
     assert f"cannot connect to the PostgreSQL server at 127.0.0.1:{port}" in text
     assert "timeout" in text and "pw-not-shown" not in text
     assert 2.5 <= took <= 10 and 1.5 <= took_two < took, (took, took_two)
+
+
+def _server_processes(server: TestServer) -> list[int]:
+    """The postmaster and its children (backends, background workers)."""
+    assert server._root is not None
+    postmaster = int((server._root / "data" / "postmaster.pid").read_text().split()[0])
+    found = [postmaster]
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[1]) == postmaster:
+                found.append(int(entry))
+    return found
+
+
+def test_a_hung_server_fails_the_turn_in_seconds_not_never_issue_31(
+    hermes_postgres: TestServer,
+) -> None:
+    """The server's processes are stopped (SIGSTOP: TCP still accepted, nothing answered —
+    what a hung server or a dropped network looks like).  The pool's check of the idle
+    connection used to wait for ever; now it has pool_timeout to answer, then the direct
+    connection connect_timeout: the turn fails in about 4 s and says so.  After SIGCONT the
+    session goes on."""
+    if not hermes_postgres.managed or not Path("/proc/self/stat").exists():
+        pytest.skip("needs our own server and /proc")
+    from hermes_host.config import HermesConfig
+    from hermes_host.host import ContextHost
+
+    config = HermesConfig.model_validate(
+        {"summarizer": {"provider": "offline"}, "memory": {"providers": []}})
+    with ContextHost.from_config(config, store=hermes_postgres.fresh_url()) as host:
+        session = host.open_session(system_prompt="You fix parsers.")
+        _turn(session, 0)
+        time.sleep(0.6)  # idle past CHECK_IDLE: the next checkout checks the connection
+        stopped = _server_processes(hermes_postgres)
+        try:
+            for pid in stopped:
+                os.kill(pid, signal.SIGSTOP)
+        except PermissionError:
+            pytest.skip("may not signal the server's processes")
+        try:
+            started = time.monotonic()
+            with pytest.raises(StoreError) as caught:
+                _turn(session, 1)
+            took = time.monotonic() - started
+        finally:
+            for pid in stopped:
+                with suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+        print(f"hung server: the turn failed after {took:.2f} s")
+        text = str(caught.value)
+        assert f"cannot connect to the PostgreSQL server at 127.0.0.1:{hermes_postgres.port}" \
+            " (" in text and "timeout expired" in text, text
+        assert took < 10, took  # measured 4.0 s: pool_timeout 1 s + connect_timeout 3 s
+        deadline = time.monotonic() + 30
+        while True:  # the server answers again: the same Session goes on
+            try:
+                _turn(session, 2)
+                break
+            except StoreError:
+                assert time.monotonic() < deadline
+                time.sleep(0.5)
 
 
 def _hold_session_row(server: TestServer, store: PostgresStore,
