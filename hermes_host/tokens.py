@@ -40,6 +40,7 @@ from hermes_host.models import Message
 
 __all__ = [
     "ENCODING_NAME",
+    "EXACT_COUNT_CHARS",
     "IMAGE_TOKENS",
     "MESSAGE_OVERHEAD",
     "RunningTotal",
@@ -153,12 +154,37 @@ _text_cache: dict[tuple[int, bytes], int] = {}
 _text_cache_lock = threading.Lock()
 
 
+EXACT_COUNT_CHARS = 262_144
+"""Texts longer than this (in characters) are counted by :func:`_estimate`, not encoded whole:
+BPE costs grow with the text and worse on pathological input (10 MB of one repeated
+character took 7.7 s, issue 31), while a text this long is never sent whole anyway (the
+window holds a head-and-tail excerpt of it, :mod:`hermes_host.session.intake`)."""
+_SAMPLES = 16
+_SAMPLE_CHARS = 4_096
+
+
+def _estimate(enc: _Encoder, text: str) -> int:
+    """Tokens of a long ``text``, estimated in bounded time: ``_SAMPLES`` evenly spaced
+    slices of ``_SAMPLE_CHARS`` characters are encoded and their tokens per character applied
+    to the whole text (rounded up).  Deterministic: the same text, the same count."""
+    step = (len(text) - _SAMPLE_CHARS) / (_SAMPLES - 1)
+    chars = tokens = 0
+    for i in range(_SAMPLES):
+        start = int(i * step)
+        piece = text[start:start + _SAMPLE_CHARS]
+        chars += len(piece)
+        tokens += len(enc.encode_ordinary(piece))
+    return math.ceil(len(text) * tokens / max(1, chars))
+
+
 def count_text(text: str, model: str | None = None) -> int:
     """Tokens of ``text`` with the encoding that fits ``model`` (default: cl100k).
 
     Long texts are counted once per encoding: the count is kept by a digest of the text, so
     the same tool output met again (a duplicate, the same message before and after a
-    pruning pass, the next turn's window) costs a hash instead of an encode."""
+    pruning pass, the next turn's window) costs a hash instead of an encode.  A text longer
+    than :data:`EXACT_COUNT_CHARS` is estimated from evenly spaced samples (bounded time
+    whatever its size or content; exact below that)."""
     if not text:
         return 0
     enc = _encoder() if model is None else _load(model)[1]
@@ -171,7 +197,10 @@ def count_text(text: str, model: str | None = None) -> int:
     cached = _text_cache.get(key)
     if cached is not None:
         return cached
-    value = len(enc.encode_ordinary(text))
+    if len(text) > EXACT_COUNT_CHARS:
+        value = _estimate(enc, text)
+    else:
+        value = len(enc.encode_ordinary(text))
     with _text_cache_lock:
         if len(_text_cache) >= _TEXT_CACHE_MAX:
             _text_cache.pop(next(iter(_text_cache)))  # the oldest entry

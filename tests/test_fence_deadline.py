@@ -111,11 +111,11 @@ def _prose(chars: int) -> str:
 
 
 class BigProposal:
-    """Answers ``compress`` at once with a valid proposal whose summary is ``text``: cheap
-    for the engine, costly for the host to token-count."""
+    """Answers ``compress`` at once with a valid proposal: a summary followed by ``notes``
+    (many distinct messages): cheap for the engine, costly for the host to token-count."""
 
-    def __init__(self, text: str) -> None:
-        self.text = text
+    def __init__(self, notes: list[dict[str, Any]]) -> None:
+        self.notes = notes
 
     @hookimpl
     def should_compress(self, request: Any) -> CompressDecision:
@@ -123,7 +123,8 @@ class BigProposal:
 
     @hookimpl
     def compress(self, request: CompressRequest) -> CompressResult:
-        return CompressResult(messages=summarised(request, self.text), outcome="summarised")
+        head, summary, *tail = summarised(request)
+        return CompressResult(messages=[head, summary, *self.notes, *tail], outcome="summarised")
 
 
 def test_issue13_host_post_processing_past_the_pass_deadline_discards_the_compression(
@@ -133,24 +134,37 @@ def test_issue13_host_post_processing_past_the_pass_deadline_discards_the_compre
     longer than what is left of ``context_timeout_seconds``: the pass must be discarded.
     Deleting the host's re-check after the engine returns commits it (the mutant issue 13
     found alive).  The budget is calibrated on this machine: well under the measured cost
-    of counting, well over the cost of everything before it."""
-    chars = 3_000_000
-    while True:  # a summary whose counting costs well over the 0.25 s floor of the budget
-        text = _prose(chars)  # the new summary: the host counts it after the engine answers
+    of counting, well over the cost of everything before it.  The cost is many distinct
+    messages (each is encoded): one huge text is counted from samples in bounded time
+    (issue 31)."""
+    piece = _prose(2_000)
+    pairs = 250
+
+    def notes_of(tag: str) -> list[dict[str, Any]]:
+        return [{"role": "user" if i % 2 == 0 else "assistant", "content": f"{tag} {i}: {piece}"}
+                for i in range(2 * pairs)]
+
+    while True:  # notes whose counting costs well over the 0.25 s floor of the budget
+        TokenCounter().count_all(notes_of("warm-up"))  # the first encode costs more
         started = time.perf_counter()
-        TokenCounter().count({"role": "assistant", "content": text})  # a cold cache
+        TokenCounter().count_all(notes_of("calibration"))  # texts counted nowhere else
         counting = time.perf_counter() - started
-        if counting >= 0.5 or chars >= 24_000_000:
+        if counting >= 0.5 or pairs >= 2_000:  # 8 MB of notes: under the result cap
             break
-        chars *= 2
+        pairs *= 2
+    notes = notes_of("note")  # the same cost, not in any cache yet
     budget = max(0.25, counting * 0.5)
     with make_host(
-        tmp_path, BigProposal(text), name="big",
+        tmp_path, BigProposal(notes), name="big",
         compression={"context_timeout_seconds": budget},
     ) as host:
         session = host.open_session(system_prompt="sys")
-        session.add_user(_prose(chars * 5 // 3)[::-1])  # counted now, as it is appended
-        session.add_assistant("noted")
+        # a window larger than the proposal, in texts the window holds whole (counted now,
+        # as they are appended)
+        window_text = _prose(len(piece) * pairs * 3)[::-1]
+        for at in range(0, len(window_text), 400_000):
+            session.add_user(window_text[at:at + 200_000])
+            session.add_assistant(window_text[at + 200_000:at + 400_000] or "noted")
         chat_turn(session, 2)  # the proposal keeps this turn and is smaller than the window
         sid = session.id
         report = session.compress(force=True)

@@ -124,6 +124,9 @@ class Session:
         self._wire = Wire()  # the cached window's wire forms (issue 32)
         self._cache_clean = False  # the cached window is the raw window as is (no repair)
         self._cache_source: list[Message] | None = None  # the raw list it was built from
+        self._clipped: list[tuple[Message, Message]] = []
+        """(clipped, original) of each message the cached window holds clipped (issue 31:
+        :mod:`hermes_host.session.intake`)."""
         # Read before ``window`` was (see ContextHost.resume): a write in between then shows
         # up as a difference at the next check instead of going unnoticed.
         self._marker = marker if marker is not None else host.store.window_marker(session_id)
@@ -147,7 +150,13 @@ class Session:
         Raises :class:`~hermes_host.messages.MessageError` for a structurally invalid
         message; nothing is stored then.  When other processes rotate the conversation
         meanwhile, the message follows them to the newest session and is written there,
-        once (issue 31: it is never refused for a rotation)."""
+        once (issue 31: it is never refused for a rotation).
+
+        A text longer than any request can hold (about 4 characters per token of the request
+        budget, between 256 KiB and 1 MiB of characters) is stored whole, but the window —
+        what engines, memory providers and requests see — holds a head-and-tail excerpt of
+        it (:mod:`hermes_host.session.intake`), so one huge message costs bounded time and
+        memory and never makes the session uncompressible."""
         validate_messages([message])
         if message.get("role") == "system":
             raise ValueError(

@@ -31,7 +31,8 @@ from hermes_host.messages import is_summary, text_of
 from hermes_host.models import Message
 from hermes_host.tokens import count_text
 
-__all__ = ["MIN_EXCERPT_CHARS", "Condensed", "fit", "reply_reservation", "request_budget"]
+__all__ = ["MIN_EXCERPT_CHARS", "Condensed", "excerpt", "fit", "reply_reservation",
+           "request_budget"]
 
 MIN_EXCERPT_CHARS = 400
 """An excerpt keeps at least this many characters of its text (head and tail together)."""
@@ -144,7 +145,12 @@ def _one_liner(message: Message, name: str) -> str:
     )
 
 
-def _excerpt(text: str, keep: int, where: str) -> str:
+def excerpt(text: str, keep: int, where: str,
+            scope: str = "this request to fit the model's window") -> str:
+    """``text`` cut to a head-and-tail excerpt of about ``keep`` characters (at least
+    :data:`MIN_EXCERPT_CHARS`), with a note in the cut saying how much of it ``scope`` left
+    out and that the store keeps ``where`` (the original) whole; ``text`` itself when it is
+    short enough.  The request bound and the window's intake clip (issue 31) share it."""
     keep = max(MIN_EXCERPT_CHARS, keep)
     if len(text) <= keep:
         return text
@@ -152,8 +158,8 @@ def _excerpt(text: str, keep: int, where: str) -> str:
     tail = keep - head
     omitted = len(text) - keep
     note = (
-        f"\n[… {omitted:,} of {len(text):,} characters left out of this request to fit the "
-        f"model's window; the store keeps {where} whole …]\n"
+        f"\n[… {omitted:,} of {len(text):,} characters left out of {scope}; the store "
+        f"keeps {where} whole …]\n"
     )
     return text[:head] + note + text[-tail:]
 
@@ -248,7 +254,7 @@ def fit(
             keep = int(len(text) - (over + 60) * chars_per_token)
             call = message.get("tool_call_id")
             where = f"this output (tool call {call})" if is_tool and call else "this message"
-            condensed = _excerpt(text, keep, where)
+            condensed = excerpt(text, keep, where)
             new = _with_part(message, condensed, at)
             if condensed != text and count(new) < counts[i]:
                 replace(i, new)

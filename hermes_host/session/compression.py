@@ -19,6 +19,7 @@ from hermes_host.models import (
     PreCompressRequest,
     SessionEvent,
 )
+from hermes_host.session import intake
 from hermes_host.session.receipts import Attempt
 from hermes_host.session.reports import (
     _COMMITTING_OUTCOMES,
@@ -246,6 +247,9 @@ def compression_pass(
                 message="compression discarded: it finished after "
                 "compression.context_timeout_seconds; the session is unchanged",
             )
+        # a clipped message the engine kept is its stored original (issue 31): the row is
+        # kept as it is, never overwritten by the window's excerpt of it
+        new_window = intake.restore(new_window, session._clipped)
         try:
             published = store.publish_compression(
                 lease, sid, new_window, mode=settings.mode, snapshot=snapshot

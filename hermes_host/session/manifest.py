@@ -164,14 +164,18 @@ def _entries(
             session._requests.system = system
         entries.append(system[1])
         body = body[1:]
-    if fast and session._cache_clean and len(body) == len(ids):
+    if fast and session._cache_clean and not session._clipped and len(body) == len(ids):
         entries.extend(ids)  # the request is the stored window as it is: ids only
         return entries, parts
     by_form: dict[str, int] = {}
     raw = session._window
     if len(raw) == len(ids):
-        for row_id, message in zip(ids, sanitize_for_wire(raw), strict=True):
-            by_form.setdefault(part_json(message), row_id)
+        # a message the window holds clipped is never sent as stored: not worth encoding
+        clipped = {id(original) for _, original in session._clipped}
+        for row_id, message in zip(ids, raw, strict=True):
+            if id(message) not in clipped:
+                form = sanitize_for_wire([message])[0]
+                by_form.setdefault(part_json(form), row_id)
     # what leaves the process: a caller's own list (fit_request) may carry ``_`` metadata
     for message in sanitize_for_wire(body):
         found = by_form.get(part_json(message))

@@ -17,6 +17,7 @@ from hermes_host.models import (
     SessionEvent,
     ShouldCompressRequest,
 )
+from hermes_host.session import intake
 from hermes_host.session.bound import request_budget
 from hermes_host.session.manifest import attach_usage
 from hermes_host.session.reports import (
@@ -34,7 +35,11 @@ def end_turn(session: Session, usage: Mapping[str, Any] | Any | None = None) -> 
     host = session.host
     session._sync()
     prompt_tokens = session._record_usage(usage)
-    turn_messages = session._window[session._turn_start :]
+    config = host.config
+    limit = intake.text_limit(config.model.context_length, config.model.max_output_tokens,
+                              config.fence.max_result_bytes)
+    # providers are plugins: they get texts as the window holds them (issue 31)
+    turn_messages, _ = intake.clip_all(session._window[session._turn_start :], limit)
     session._turn_start = len(session._window)
     host._broadcast("on_turn_complete", SessionEvent(
         session_id=session.id, reason="turn", messages=turn_messages

@@ -23,6 +23,7 @@ from hermes_host.messages import (
 from hermes_host.models import (
     Message,
 )
+from hermes_host.session import intake
 from hermes_host.session.reports import (
     Normalisation,
 )
@@ -145,6 +146,21 @@ def _frozen(messages: Iterable[Message]) -> list[Message]:
     return out
 
 
+def _intake(session: Session, messages: list[Message], *, reset: bool) -> list[Message]:
+    """``messages`` as they enter the cached window: texts too long for any request clipped
+    (:mod:`hermes_host.session.intake`, issue 31), then frozen.  ``session._clipped`` keeps
+    each clipped message with its original (``reset``: a window built afresh)."""
+    config = session.host.config
+    limit = intake.text_limit(config.model.context_length, config.model.max_output_tokens,
+                              config.fence.max_result_bytes)
+    clipped, at = intake.clip_all(messages, limit)
+    frozen = _frozen(clipped)
+    if reset:
+        session._clipped = []
+    session._clipped.extend((frozen[i], messages[i]) for i in at)
+    return frozen
+
+
 def _closes_open_call(message: Message) -> bool:
     """Is this the note :func:`repair_tool_pairs` adds for a call without a result?"""
     return message == {
@@ -166,7 +182,7 @@ def built(session: Session) -> list[Message]:
     if (clean and cache is not None and session._cache_clean
             and cache[0][1] == session.compression_epoch
             and session._cache_source is session._window and cache[0][0] < key[0]):
-        new = _frozen(session._window[cache[0][0]:])
+        new = _intake(session, session._window[cache[0][0]:], reset=False)
         built = cache[1]  # private: callers get copies
         built.extend(new)
         session._wire.extend(new)
@@ -183,7 +199,7 @@ def built(session: Session) -> list[Message]:
     head: list[Message] = (
         [{"role": "system", "content": session.system_prompt}] if session.system_prompt else []
     )
-    built = _frozen(head + merged)
+    built = _frozen(head) + _intake(session, merged, reset=True)
     session._wire.reset(built)
     session._window_cache = (key, built, session._count_window(built))
     session._cache_clean = clean

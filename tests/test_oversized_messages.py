@@ -1,0 +1,243 @@
+"""Issue 31: oversized messages are bounded in time and memory, and one huge message never
+makes a session uncompressible.
+
+Before: one 20 MB user message made every compression result larger than the fence's 16 MiB
+cap (``rejected``/``invalid``, forever), and counting 10 MB of one repeated character took
+seconds.  Now the window holds a head-and-tail excerpt of a text longer than any request can
+hold (:mod:`hermes_host.session.intake`) while the store keeps the original, and a text
+longer than ``tokens.EXACT_COUNT_CHARS`` is counted from samples.  Real SQLite files, the
+real compressor with the offline summariser.  Time and memory figures are in
+``benchmarks/bench_oversized.py``, not asserted here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from host_helpers import TailEngine, make_host
+
+from hermes_host import hookimpl, tokens
+from hermes_host.config import HermesConfig
+from hermes_host.host import ContextHost
+from hermes_host.messages import check_invariants, text_of
+from hermes_host.models import Message
+from hermes_host.session import intake
+from hermes_host.session.intake import CLIPPED_KEY
+from hermes_host.store.manifests import rebuild_request
+from hermes_host.tokens import _SAMPLE_CHARS, _SAMPLES, EXACT_COUNT_CHARS, count_text
+
+INTAKE_NOTE = "left out of this session's window"
+
+
+def _prose(size: int, tag: str = "HUGE") -> str:
+    """``size`` characters of varied text, starting ``BEGIN-<tag>`` and ending ``END-<tag>``."""
+    words = ["lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit"]
+    block = " ".join(f"{words[i % 8]}{i % 997}" for i in range(12_000)) + "\n"
+    head, tail = f"BEGIN-{tag} ", f" END-{tag}"
+    body = size - len(head) - len(tail)
+    return head + (block * (body // len(block) + 1))[:body] + tail
+
+
+def _turns(session: Any, n: int, tag: str) -> None:
+    for i in range(n):
+        session.add_user(f"{tag} question {i}: " + "what about this? " * 10)
+        session.add_assistant(f"{tag} answer {i}: " + "it is so. " * 10)
+
+
+def _rows(host: ContextHost, session_id: str) -> list[Message]:
+    return [r.message for sid in host.store.lineage(session_id)
+            for r in host.store.all_messages(sid)]
+
+
+# -- the user's path: one 20 MB message ------------------------------------------------------
+
+
+def test_one_huge_message_still_compresses_and_the_store_keeps_it_whole(tmp_path: Path) -> None:
+    """20 MB in one user message, through ``ContextHost``/``Session`` with the default model
+    window: the window and every request hold a bounded excerpt of it, each compression
+    commits (the old code: ``rejected``/``invalid``, "result too large: 20972... bytes > cap of
+    16777216 bytes", on every attempt), and the original is stored once, intact, never
+    overwritten by the excerpt — also after the compression that kept it in its tail."""
+    text = _prose(20 * 1024 * 1024)
+    config = HermesConfig.model_validate(
+        {"memory": {"providers": []}, "summarizer": {"provider": "offline"}}
+    )
+    model = config.model
+    limit = intake.text_limit(model.context_length, model.max_output_tokens,
+                              config.fence.max_result_bytes)
+    with ContextHost.from_config(config, store=tmp_path / "state.db") as host:
+        session = host.open_session("huge", "You are a helper.")
+        _turns(session, 6, "before")
+        session.add_user(text)
+        session.add_assistant("I read the whole log.")
+        _turns(session, 25, "after")
+
+        held = [m for m in session.window() if CLIPPED_KEY in m]
+        assert len(held) == 1 and held[0][CLIPPED_KEY] == len(text)
+        excerpt = held[0]["content"]
+        assert len(excerpt) < limit + 300
+        assert excerpt.startswith("BEGIN-HUGE") and excerpt.endswith("END-HUGE")
+        assert INTAKE_NOTE in excerpt and f"{len(text):,} characters" in excerpt
+        assert session.raw_window[12]["content"] is text  # the session's own copy is whole
+
+        request = session.build_request()
+        assert not any(CLIPPED_KEY in m for m in request)  # metadata never reaches the wire
+        assert sum(len(text_of(m)) for m in request) < limit + 50_000
+
+        for round_ in range(3):
+            report = session.compress(force=True)
+            assert report.status == "committed", report
+            assert check_invariants(session.window()) == []
+            if not any(CLIPPED_KEY in m for m in session.window()):
+                break
+            _turns(session, 2, f"round {round_}")
+        assert not any(CLIPPED_KEY in m for m in session.window()), "never summarised"
+        assert session.window_tokens < 50_000
+
+        rows = _rows(host, session.id)
+        assert [m.get("content") for m in rows].count(text) == 1
+        assert not any(INTAKE_NOTE in str(m.get("content")) for m in rows)
+
+
+# -- the window's excerpt, the store's original ----------------------------------------------
+
+
+def test_a_kept_clipped_message_is_published_as_its_stored_row(tmp_path: Path) -> None:
+    """A message over the limit (256 KiB characters for this small test window) is clipped
+    in the window; a compression that keeps it publishes the *original* row (the same row
+    id, not a rewritten excerpt); a resumed session and memory providers see it clipped."""
+    text = _prose(300_000, "BIG")
+    seen: list[int] = []
+
+    class Provider:
+        @hookimpl
+        def on_turn_complete(self, request: Any) -> None:
+            seen.extend(len(text_of(m)) for m in request.messages)
+
+    host = make_host(tmp_path, TailEngine(keep=2, threshold=10**9),
+                     memory={"providers": ["watch"]})
+    host.close()
+    host = ContextHost.from_config(host.config, store=tmp_path / "state.db",
+                                   extra_plugins={"tail": TailEngine(keep=2, threshold=10**9),
+                                                  "watch": Provider()})
+    with host:
+        session = host.open_session("big", "sys")
+        _turns(session, 3, "early")
+        session.add_user(text)
+        session.add_assistant("noted")
+        before = {r.id: r.message for r in host.store.all_messages(session.id)}
+        (row_id,) = [i for i, m in before.items() if m.get("content") == text]
+
+        window = session.window()
+        assert [m.get(CLIPPED_KEY) for m in window].count(len(text)) == 1
+        assert max(len(text_of(m)) for m in window) < intake.MIN_WINDOW_TEXT_CHARS + 300
+        assert session.raw_window[-2]["content"] == text
+
+        session.end_turn()
+        assert seen and max(seen) < intake.MIN_WINDOW_TEXT_CHARS + 300
+
+        report = session.compress(force=True)  # keeps the last two user turns: the big one
+        assert report.status == "committed", report
+        rows = {r.id: r for r in host.store.all_messages(session.id)}
+        assert rows[row_id].message["content"] == text and rows[row_id].active
+        assert sum(1 for r in rows.values() if r.message.get("content") == text) == 1
+        assert not any(INTAKE_NOTE in str(r.message.get("content")) for r in rows.values())
+        assert session.raw_window[-2]["content"] == text
+
+        resumed = host.resume(session.id)
+        assert [m.get(CLIPPED_KEY) for m in resumed.window()].count(len(text)) == 1
+
+
+def test_the_request_manifest_records_the_excerpt_not_the_row(tmp_path: Path) -> None:
+    """What was sent is what the manifest names: the clipped message was not sent as stored,
+    so it is recorded as a part (the request bound's excerpt of the window's), not as the
+    row's id; rebuilding the request gives what was sent."""
+    text = _prose(300_000, "SENT")
+    with make_host(tmp_path, TailEngine(threshold=10**9)) as host:
+        session = host.open_session("m", "sys")
+        session.add_user(text)
+        sent = session.build_request()
+        store: Any = host.store
+        (record,) = store.list_requests([session.id])
+        (row_id,) = [r.id for r in store.all_messages(session.id)]
+        assert row_id not in record.decoded()
+        assert rebuild_request(store, record) == sent
+
+
+# -- clip() ----------------------------------------------------------------------------------
+
+
+def test_clip_leaves_short_messages_alone_and_never_changes_its_input() -> None:
+    short = {"role": "user", "content": "x" * 1000}
+    assert intake.clip(short, 1000) is None
+    assert intake.clip({"role": "assistant", "content": None}, 10) is None
+    long = {"role": "tool", "tool_call_id": "c9", "content": "a" * 5000 + "TAIL"}
+    frozen = dict(long)
+    out = intake.clip(long, 2000)
+    assert long == frozen
+    assert out is not None and out[CLIPPED_KEY] == 5004 and out["tool_call_id"] == "c9"
+    assert len(out["content"]) < 2000 + 300 and out["content"].endswith("TAIL")
+    assert "tool call c9" in out["content"]
+
+
+def test_clip_shares_the_limit_between_text_parts_and_keeps_images() -> None:
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    message = {"role": "user", "content": [
+        {"type": "text", "text": "p" * 3000}, image, {"type": "text", "text": "q" * 300},
+    ]}
+    out = intake.clip(message, 2000)
+    assert out is not None and out[CLIPPED_KEY] == 3300
+    parts = out["content"]
+    assert parts[1] == image and parts[2]["text"] == "q" * 300  # under its share: whole
+    assert len(parts[0]["text"]) < 1000 + 300
+
+
+def test_text_limit_follows_the_request_budget_within_its_bounds() -> None:
+    cap = 16 * 1024 * 1024
+    assert intake.text_limit(4_000, 200, cap) == intake.MIN_WINDOW_TEXT_CHARS
+    assert intake.text_limit(200_000, 8_192, cap) == 4 * 191_808
+    assert intake.text_limit(2_000_000, 8_192, cap) == intake.MAX_WINDOW_TEXT_CHARS
+    assert intake.text_limit(200_000, 8_192, 64 * 1024) == 16 * 1024  # a small result cap
+
+
+# -- counting huge text in bounded time ------------------------------------------------------
+
+
+class _Counting:
+    def __init__(self, encoder: Any) -> None:
+        self.encoder = encoder
+        self.chars = 0
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        self.chars += len(text)
+        return list(self.encoder.encode_ordinary(text))
+
+
+def test_counting_10_mb_of_one_character_encodes_a_bounded_sample(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The old code BPE-encoded all 10 MB (7.7 s in the finding); now a fixed sample is
+    encoded whatever the size, and for uniform text the estimate is exact."""
+    encoder = tokens._encoder()
+    if encoder is None:
+        pytest.skip("tiktoken's offline encoding is not installed")
+    counting = _Counting(encoder)
+    monkeypatch.setattr(tokens, "_encoder", lambda: counting)
+    text = "a" * 10_000_000
+    assert count_text(text) == len(encoder.encode_ordinary("a" * 80_000)) * 125
+    assert counting.chars <= _SAMPLES * _SAMPLE_CHARS
+
+
+def test_the_estimate_of_a_long_text_is_close_to_the_exact_count() -> None:
+    encoder = tokens._encoder()
+    if encoder is None:
+        pytest.skip("tiktoken's offline encoding is not installed")
+    text = _prose(1_000_000, "EST") + "\n".join(f"def f{i}(x): return x * {i}" for i in range(9000))
+    exact = len(encoder.encode_ordinary(text))
+    assert len(text) > EXACT_COUNT_CHARS
+    assert abs(count_text(text) - exact) / exact < 0.05
+    assert count_text(text[:EXACT_COUNT_CHARS]) == len(
+        encoder.encode_ordinary(text[:EXACT_COUNT_CHARS])
+    )
