@@ -66,6 +66,7 @@ def test_server_down_a_turn_fails_in_seconds_with_one_clear_line_issue_31(
     config = HermesConfig.model_validate(
         {"summarizer": {"provider": "offline"}, "memory": {"providers": []}})
     caplog.set_level(logging.WARNING)
+    caplog.set_level(logging.INFO, logger="hermes_store_postgres")
     with ContextHost.from_config(config, store=hermes_postgres.fresh_url()) as host:
         session = host.open_session(system_prompt="You fix parsers.")
         _turn(session, 0)
@@ -92,6 +93,11 @@ def test_server_down_a_turn_fails_in_seconds_with_one_clear_line_issue_31(
         assert "rolled back" not in text  # the failing call was a read
     pool_warnings = [r for r in caplog.records if r.name.startswith("psycopg")]
     assert pool_warnings == [], [r.getMessage() for r in pool_warnings]
+    ours = [r.getMessage() for r in caplog.records if r.name == "hermes_store_postgres"]
+    assert len(ours) == 2, ours  # one line when the outage starts, one when it ends
+    assert ours[0].startswith(f"cannot connect to PostgreSQL at 127.0.0.1:{hermes_postgres.port}")
+    assert "reachable again" in ours[1]
+    assert all(hermes_postgres.password not in line for line in ours)
     with PostgresStore(hermes_postgres.app_url(parse_url(host.store.location).schema)) as store:
         contents = [r.message["content"] for r in store.lineage_messages(session.id)]
     assert [c for c in contents if c.startswith("question")] == [
@@ -359,3 +365,50 @@ def test_url_query_options_pass_through_unchanged_issue_31() -> None:
     assert parse_url("postgresql://u@h/db?connect_timeout=7").connect_timeout == 7
     with pytest.raises(StoreError, match="lock_timeout"):
         parse_url("postgresql://u:s3cret@h/db?lock_timeout=-1")
+
+
+def test_a_busy_pool_waits_pool_timeout_then_uses_a_direct_connection_issue_31(
+    pg_url: str,
+) -> None:
+    """``pool_max=1`` and its connection busy in another thread: a call waits pool_timeout
+    (1 s) and goes on over a direct connection — a full pool is no error."""
+    with PostgresStore(pg_url + "&pool_max=1") as store:
+        held, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with store._connection():
+                held.set()
+                release.wait(30)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        try:
+            assert held.wait(30)
+            started = time.monotonic()
+            assert store.list_sessions() == []
+            took = time.monotonic() - started
+        finally:
+            release.set()
+            holder.join(30)
+    assert 0.9 <= took < 10, took
+
+
+def test_only_this_store_s_pool_warnings_are_silenced_issue_31(
+    pg_url: str, caplog: pytest.LogCaptureFixture,
+) -> None:
+    from psycopg_pool import ConnectionPool
+
+    caplog.set_level(logging.WARNING)
+    pool: ConnectionPool[Any] = ConnectionPool(
+        f"postgresql://u:x@127.0.0.1:{_closed_port()}/db", min_size=1, open=False,
+        name="someone-else")
+    store = PostgresStore(pg_url)
+    try:
+        pool.open(wait=False)
+        deadline = time.monotonic() + 10
+        while not any("someone-else" in r.getMessage() for r in caplog.records):
+            assert time.monotonic() < deadline, "the other pool's warning was silenced"
+            time.sleep(0.1)
+    finally:
+        pool.close()
+        store.close()
