@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hermes_host.chat.model import ModelError, ModelReply
+from hermes_host.chat.model import ModelError, ModelReply, unreachable
 from hermes_host.llm.anthropic_summarizer import classify_status_error
 from hermes_host.llm.anthropic_wire import to_anthropic
 from hermes_host.models import Message
@@ -20,7 +20,8 @@ class AnthropicChatModel:
 
     The key is given explicitly (the CLI reads ``ANTHROPIC_API_KEY``); the endpoint is
     ``base_url``, else the SDK's own ``ANTHROPIC_BASE_URL`` handling.  Errors carry only the
-    HTTP status and the API's error type — never the key or the prompt."""
+    HTTP status and the API's error type, or the URL that could not be reached (without
+    credentials) — never the key or the prompt."""
 
     provider = "anthropic"
 
@@ -37,6 +38,7 @@ class AnthropicChatModel:
         import anthropic
 
         self.name = name
+        self._timeout = timeout
         self._client = anthropic.Anthropic(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
             default_headers=dict(headers or {}) or None,
@@ -67,10 +69,8 @@ class AnthropicChatModel:
             response = self._client.messages.create(**params)
         except anthropic.APIStatusError as exc:
             raise ModelError(str(classify_status_error(exc))) from None
-        except anthropic.APITimeoutError:
-            raise ModelError("anthropic: request timed out (APITimeoutError)") from None
-        except anthropic.APIConnectionError:
-            raise ModelError("anthropic: connection failed (APIConnectionError)") from None
+        except anthropic.APIConnectionError as exc:  # APITimeoutError included
+            raise unreachable("anthropic", exc, self._client.base_url, self._timeout) from None
         except (anthropic.AnthropicError, ValueError) as exc:
             raise ModelError(f"anthropic: request failed ({type(exc).__name__})") from None
         text = "".join(

@@ -14,7 +14,42 @@ from hermes_host.models import Message
 
 
 class ModelError(Exception):
-    """The model call failed; ``str()`` is safe to show (status and error type only)."""
+    """The model call failed; ``str()`` is safe to show (status and error type only, and
+    the URL it could not reach, without credentials)."""
+
+
+def shown_url(url: object) -> str:
+    """``url`` safe to print in an error: scheme, host, port and path only — no user or
+    password, no query or fragment (a key may ride in any of them) — and a key-shaped path
+    segment redacted."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    from hermes_host.redact import redact
+
+    parts = urlsplit(str(url))
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = host + (f":{port}" if port is not None else "")
+    return redact(urlunsplit((parts.scheme, netloc, parts.path, "", "")))
+
+
+def unreachable(provider: str, exc: BaseException, base_url: object,
+                timeout: float) -> ModelError:
+    """The one-line error for a server that did not answer: it names the URL the request
+    went to (the SDK's request, else the client's base URL), as :func:`shown_url` shows it.
+    ``exc`` is the SDK's connection or timeout error."""
+    request = getattr(exc, "request", None)
+    url = shown_url(getattr(request, "url", None) or base_url)
+    if "Timeout" in type(exc).__name__:
+        return ModelError(f"{provider}: no answer from {url} within {timeout:g}s "
+                          f"({type(exc).__name__})")
+    return ModelError(f"{provider}: cannot reach {url}: connection failed "
+                      f"({type(exc).__name__})")
 
 
 @dataclass

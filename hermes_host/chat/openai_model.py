@@ -13,7 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from hermes_host.chat.model import ModelError, ModelReply, tool_call_texts, tool_result_text
+from hermes_host.chat.model import (
+    ModelError,
+    ModelReply,
+    tool_call_texts,
+    tool_result_text,
+    unreachable,
+)
 from hermes_host.llm.openai_summarizer import is_reasoning_model, sdk_error
 from hermes_host.messages import text_of
 from hermes_host.models import Message
@@ -125,5 +131,9 @@ class OpenAIChatModel:
         except (AttributeError, IndexError, TypeError):
             raise ModelError("openai: malformed response (no choices)") from None
         except Exception as exc:  # every SDK failure becomes a one-line, key-free error
+            import openai
+
+            if isinstance(exc, openai.APIConnectionError):  # APITimeoutError included
+                raise unreachable("openai", exc, self._client.base_url, self._timeout) from None
             raise ModelError(str(sdk_error(exc, self._timeout))) from None
         return ModelReply(text=text, usage=usage_of(response.usage), stop_reason=finish)
