@@ -367,8 +367,9 @@ class PostgresBase(SharedRooms[Conn]):
                 # lock), however long it takes: no lock_timeout on this connection.
                 conn.execute("SET lock_timeout = 0")
                 migrate(conn, self.schema, self.location)
-            self._pool.open(
-                wait=True, timeout=self.settings.pool_timeout + self.settings.connect_timeout)
+            # The server just answered: the pool fills in the background (a call that
+            # comes before its first connection waits pool_timeout, then goes direct).
+            self._pool.open(wait=False)
         except BaseException as exc:
             self.close()
             if isinstance(exc, psycopg.Error | PoolTimeout | Unreachable):
