@@ -114,7 +114,11 @@ def compression_pass(
             message="compression skipped: no installed engine answers 'compress'",
         )
     release_unreleased(session, events)
-    lease = store.acquire_lease(sid)
+    try:
+        lease = store.acquire_lease(sid)
+    except StoreError as exc:  # e.g. a full disk: nothing was written, nothing is lost
+        return report("rejected", "store_refused",
+                      message=f"compression skipped, session unchanged: {exc}")
     if isinstance(lease, Deferred):
         # R-10.1: not an exhaustion, not a failure; the guards stay as they are.
         return report(
@@ -149,7 +153,11 @@ def compression_pass(
         if force:
             guards = guard_rules.cleared_for_force(guards)
             if not preview:  # a preview changes nothing, not even the guards
-                store.write_guards(sid, Guards())
+                try:
+                    store.write_guards(sid, Guards())
+                except StoreError as exc:
+                    return report("rejected", "store_refused",
+                                  message=f"compression skipped, session unchanged: {exc}")
 
         def remaining(hook: str) -> float | None:
             left = deadline - time.monotonic()
@@ -235,7 +243,8 @@ def compression_pass(
             # the guards count it as ineffective (R-5.2), with the engine's outcome.
             common["notes"] = [*value.notes, "the proposal did not shrink the window"]
         if value.outcome not in _COMMITTING_OUTCOMES or new_window == current or not shrinks:
-            session._update_guards(sid, guards, value, tokens_before, tokens_before)
+            update_guards(session, sid, guards, value, tokens_before, tokens_before,
+                          events=events)
             common["tokens_after"] = tokens_before
             return report(
                 "not_committed", value.outcome,
@@ -277,7 +286,8 @@ def compression_pass(
         session.last_prompt_tokens = None  # the provider counted the window before this
         if session.id != previous:
             session.lineage.append(session.id)
-        session._update_guards(session.id, guards, value, tokens_before, tokens_after)
+        update_guards(session, session.id, guards, value, tokens_before, tokens_after,
+                      events=events)
         if session.id != previous:
             host._broadcast("on_session_end", SessionEvent(
                 session_id=previous, reason="compression"
@@ -337,7 +347,12 @@ def update_guards(
     result: CompressResult,
     tokens_before: int,
     tokens_after: int,
+    *,
+    events: list[str] | None = None,
 ) -> None:
+    """Write the guards after a compression attempt.  With ``events`` (the pass's own), a
+    store that refuses the write (a full disk) is said there instead of raised: the pass's
+    report stands, and the guards are as they were before it."""
     settings = session.host.config.compression
     updated = guard_rules.after_compression(
         guards,
@@ -347,12 +362,16 @@ def update_guards(
         cooldown_seconds=result.cooldown_seconds or settings.cooldown_seconds,
         requested_cooldown=result.cooldown_seconds,
     )
-    session.host.store.write_guards(
-        session_id,
-        Guards(
-            cooldown_until=updated.cooldown_until,
-            fallback_streak=updated.fallback_streak,
-            ineffective_count=updated.ineffective_count,
-            ineffective_tokens=updated.ineffective_tokens,
-        ),
+    written = Guards(
+        cooldown_until=updated.cooldown_until,
+        fallback_streak=updated.fallback_streak,
+        ineffective_count=updated.ineffective_count,
+        ineffective_tokens=updated.ineffective_tokens,
     )
+    if events is None:
+        session.host.store.write_guards(session_id, written)
+        return
+    try:
+        session.host.store.write_guards(session_id, written)
+    except StoreError as exc:
+        session._emit(events, f"compression guards not recorded: {exc}")

@@ -23,6 +23,7 @@ from hermes_host.session.manifest import attach_usage
 from hermes_host.session.reports import (
     TurnOutcome,
 )
+from hermes_host.store import StoreError
 
 if TYPE_CHECKING:
     from hermes_host.session import Session
@@ -34,7 +35,13 @@ def end_turn(session: Session, usage: Mapping[str, Any] | Any | None = None) -> 
     """:meth:`Session.end_turn`."""
     host = session.host
     session._sync()
-    prompt_tokens = session._record_usage(usage)
+    events: list[str] = []
+    try:
+        prompt_tokens = session._record_usage(usage)
+    except StoreError as exc:  # e.g. a full disk: the turn goes on, its decision included
+        prompt_tokens = usage_counts(usage)["input_tokens"] or None
+        session.last_prompt_tokens = prompt_tokens or session.last_prompt_tokens
+        session._emit(events, f"usage not recorded: {exc}")
     config = host.config
     limit = intake.text_limit(config.model.context_length, config.model.max_output_tokens,
                               config.fence.max_result_bytes)
@@ -51,7 +58,8 @@ def end_turn(session: Session, usage: Mapping[str, Any] | Any | None = None) -> 
     session.last_decision = (decision, decided_by)
     session.turns_ended += 1
     outcome = TurnOutcome(
-        session_id=session.id, decision=decision, decided_by=decided_by, window_tokens=tokens
+        session_id=session.id, decision=decision, decided_by=decided_by, window_tokens=tokens,
+        events=events,
     )
     if decision.compress:
         report = session._compression_pass(force=False, events=outcome.events)
@@ -62,9 +70,8 @@ def end_turn(session: Session, usage: Mapping[str, Any] | Any | None = None) -> 
     return outcome
 
 
-def record_usage(session: Session, usage: Mapping[str, Any] | Any | None) -> int | None:
-    if usage is None:
-        return None
+def usage_counts(usage: Mapping[str, Any] | Any) -> dict[str, int]:
+    """The store's usage counters from a provider's usage (a mapping or an SDK object)."""
 
     def field(source: Any, name: str) -> Any:
         return source.get(name) if isinstance(source, Mapping) else getattr(source, name, None)
@@ -73,18 +80,26 @@ def record_usage(session: Session, usage: Mapping[str, Any] | Any | None) -> int
         value = field(usage, name) if within is None else field(field(usage, within), name)
         return int(value) if isinstance(value, int | float) else 0
 
-    prompt = get("prompt_tokens") or get("input_tokens")
-    counts = {
-        "input_tokens": prompt,
+    return {
+        "input_tokens": get("prompt_tokens") or get("input_tokens"),
         "output_tokens": get("completion_tokens") or get("output_tokens"),
         # Anthropic's names, then OpenAI's cached prompt tokens (chat, then responses API)
         "cache_read_tokens": get("cache_read_tokens") or get("cache_read_input_tokens")
         or get("cached_tokens", "prompt_tokens_details")
         or get("cached_tokens", "input_tokens_details"),
         "cache_write_tokens": get("cache_write_tokens") or get("cache_creation_input_tokens"),
+        "reasoning_tokens": get("reasoning_tokens"),
     }
-    session.host.store.add_usage(session.id, **counts, reasoning_tokens=get("reasoning_tokens"))
+
+
+def record_usage(session: Session, usage: Mapping[str, Any] | Any | None) -> int | None:
+    if usage is None:
+        return None
+    counts = usage_counts(usage)
+    reasoning = counts.pop("reasoning_tokens")
+    session.host.store.add_usage(session.id, **counts, reasoning_tokens=reasoning)
     attach_usage(session, counts)
+    prompt = counts["input_tokens"]
     if prompt:
         session.last_prompt_tokens = prompt
         return prompt
