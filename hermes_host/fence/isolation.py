@@ -15,6 +15,7 @@ cannot touch a later call.
 from __future__ import annotations
 
 import atexit
+import io
 import json
 import pickle
 import signal
@@ -22,6 +23,7 @@ import socket
 import subprocess
 import sys
 import threading
+import types
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,26 +54,74 @@ class Outcome:
     body: bytes | None = None  # kind "json": the result model as JSON, parsed by the host
 
 
+class _MainReferences(pickle.Pickler):
+    """Pickles as usual, noting every class or function it meets that is defined in
+    ``__main__``: a worker process is a fresh interpreter whose ``__main__`` is not the
+    host's script, so it could not find them (it would fail while starting)."""
+
+    def __init__(self, file: io.BytesIO) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.found: list[str] = []
+
+    def persistent_id(self, obj: Any) -> None:
+        if (isinstance(obj, type | types.FunctionType)
+                and getattr(obj, "__module__", None) == "__main__"):
+            name = f"{'class' if isinstance(obj, type) else 'function'} {obj.__qualname__}"
+            if name not in self.found:
+                self.found.append(name)
+        return None
+
+
+class _InMain(TypeError):
+    """What a recipe would unpickle is defined in ``__main__``."""
+
+
+def _pickled(recipe: tuple[Any, ...]) -> bytes:
+    buffer = io.BytesIO()
+    pickler = _MainReferences(buffer)
+    try:
+        pickler.dump(recipe)
+    except Exception:
+        if not pickler.found:
+            raise
+    if pickler.found:  # the clearer reason, also when pickling failed because of it
+        raise _InMain(
+            f"{', '.join(pickler.found)} is defined in __main__ (the script that was run), "
+            "which a worker process cannot import; define it in an importable module (e.g. "
+            "move it to my_engine.py next to the script and `from my_engine import ...`), or "
+            "use fence.isolation: thread"
+        )
+    return buffer.getvalue()
+
+
 def recipe_for(plugin: object, factory: tuple[Any, dict[str, Any] | None] | None) -> bytes:
     """The pickled recipe a worker builds its own copy of the plugin from: the entry point's
     class and ``options=`` when known (``factory``), else the instance itself.  Raises
-    ``TypeError`` (with the reason) when neither can be pickled."""
+    ``TypeError`` (with the reason) when neither can be pickled, or when what it would
+    unpickle is defined in ``__main__`` (issue 31: the worker used to exit at start-up and
+    the call said only "worker process exited with status 0")."""
     tried: list[str] = []
     for recipe in ((("factory", *factory),) if factory else ()) + (("instance", plugin),):
         try:
-            return pickle.dumps(recipe)
+            return _pickled(recipe)
+        except _InMain as exc:
+            tried.append(str(exc))
         except Exception as exc:  # pickling runs arbitrary __reduce__ code
-            tried.append(f"{recipe[0]}: {type(exc).__name__}: {exc}")
-    raise TypeError("cannot hand the plugin to a worker process (" + "; ".join(tried) + ")")
+            what = (f"class {type(plugin).__qualname__}" if recipe[0] == "instance"
+                    else f"factory {getattr(recipe[1], '__qualname__', recipe[1])!r}")
+            tried.append(f"{what}: {type(exc).__name__}: {exc}")
+    raise TypeError("cannot hand the plugin to a worker process: it cannot be pickled for "
+                    "one (" + "; ".join(dict.fromkeys(tried)) + ")")
 
 
 class _Worker:
-    __slots__ = ("proc", "ready", "sock")
+    __slots__ = ("failed", "proc", "ready", "sock")
 
     def __init__(self, proc: subprocess.Popen[bytes], sock: socket.socket) -> None:
         self.proc = proc
         self.sock = sock
         self.ready = False
+        self.failed: str | None = None  # why it failed to start, once its hello said so
 
     def kill(self) -> None:
         """SIGKILL now; the exit status is collected by a daemon thread (no zombie, and no
@@ -219,6 +269,8 @@ class ProcessPool:
     ) -> Outcome:
         sock = worker.sock
         try:
+            if worker.failed is not None:  # read by wait_ready: the first call says why
+                return Outcome("refused", message=worker.failed)
             if not worker.ready:
                 try:
                     failed = self._hello(worker, deadline, timer)
@@ -265,7 +317,9 @@ class ProcessPool:
         """Read a starting worker's first frame: None once it is ready, else why it failed."""
         hello = self._read(worker.sock, deadline, timer, 1 << 20)
         if hello.get("op") != "ready":
-            return f"its worker process failed to start: {str(hello.get('error', hello))[:1000]}"
+            worker.failed = ("its worker process failed to start: "
+                             f"{str(hello.get('error', hello))[:1000]}")
+            return worker.failed
         worker.ready = True
         return None
 
