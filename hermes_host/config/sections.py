@@ -105,12 +105,21 @@ Isolation = Literal["thread", "process"]
 class FenceSection(_Section):
     """How the fence runs an engine's hooks (``fence:`` globally, or per engine under
     ``engines.<name>.fence``; a per-engine key overrides the global one).  See
-    docs/isolation.md for what each mode does and does not protect against."""
+    docs/isolation.md for what each mode does and does not protect against.
+
+    ``isolation: thread`` cannot stop an engine that holds the GIL (a catastrophic regular
+    expression, a loop in C): the whole host stalls until the engine lets go, whatever the
+    hook's timeout — a review measured a turn kept 28 s past a 0.2 s timeout (issue 31).
+    ``isolation: process`` kills such an engine at its deadline: choose it for any engine
+    you do not trust."""
 
     isolation: Isolation = Field(
         "thread",
         description="thread: a pooled daemon thread (fast; trusts the engine not to hold the "
-        "GIL or exit the process). process: a worker process killed at the deadline.",
+        "GIL or exit the process: a GIL-holding engine, e.g. a catastrophic regex, stalls "
+        "the whole host past any timeout - 28 s past a 0.2 s one was measured - so use "
+        "process for an engine you do not trust). process: a worker process killed at the "
+        "deadline.",
     )
     max_result_bytes: int = Field(
         16 * 1024 * 1024,
