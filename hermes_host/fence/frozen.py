@@ -158,30 +158,70 @@ class Splice:
     middle: list[Any]
 
 
+def _is_summary(message: Any) -> bool:
+    return isinstance(message, dict) and is_summary(message)
+
+
 @dataclass
 class Window:
     """A frozen message list and what the fence knows of it (sizes, summaries, validity).
 
     ``ref`` is the fence's own list (never handed out); ``items`` the list the caller's
     request holds (the same frozen messages; the caller may change the *list*, which
-    :func:`window_of` notices)."""
+    :func:`window_of` notices).
+
+    Sizes and summary flags are measured when first needed, not when the window is built
+    (issue 32): a compression's result keeps a small part of a large window, and is measured
+    and checked by what it keeps (O(result)); a result that keeps most of the window (a
+    ``select_context`` answer, the next request) measures the whole window once and then
+    reuses it, as before."""
 
     ref: list[FrozenDict]
     items: list[Any]
-    sizes: list[int]
-    summaries: list[bool]
-    total: int
+    _sizes: list[int] | None = field(default=None, repr=False)
+    _summaries: list[bool] | None = field(default=None, repr=False)
+    _total: int = 0
     _violations: list[Violation] | None = field(default=None, repr=False)
-    summary_count: int = 0
+    _summary_count: int = 0
     shared: int = 0  # messages taken from the window this one was rebased on
 
     @classmethod
     def build(cls, messages: Sequence[Any], *, violations: list[Violation] | None = None
               ) -> Window:
         ref = [freeze(m) for m in messages]
-        sizes = [size_of(m) for m in ref]
-        summaries = [isinstance(m, dict) and is_summary(m) for m in ref]
-        return cls(ref, list(ref), sizes, summaries, sum(sizes), violations, sum(summaries))
+        return cls(ref, list(ref), _violations=violations)
+
+    @property
+    def sizes(self) -> list[int]:
+        """Bytes of each message (:func:`size_of`), measured once."""
+        if self._sizes is None:
+            self._sizes = [size_of(m) for m in self.ref]
+            self._total = sum(self._sizes)
+        return self._sizes
+
+    @property
+    def total(self) -> int:
+        """Bytes of the whole window."""
+        self.sizes  # noqa: B018 - measured once, on first need
+        return self._total
+
+    @property
+    def summaries(self) -> list[bool]:
+        """Whether each message is a summary block, found once."""
+        if self._summaries is None:
+            self._summaries = [_is_summary(m) for m in self.ref]
+            self._summary_count = sum(self._summaries)
+        return self._summaries
+
+    @property
+    def summary_count(self) -> int:
+        self.summaries  # noqa: B018 - found once, on first need
+        return self._summary_count
+
+    def _keeps_little(self, cut: Splice) -> bool:
+        """Does ``cut`` keep less than half of a window not measured yet?  Then what it keeps
+        is measured alone, and the window is left unmeasured."""
+        return self._sizes is None and 2 * (cut.prefix + cut.suffix) < len(self.ref)
 
     @property
     def violations(self) -> list[Violation]:
@@ -205,8 +245,11 @@ class Window:
         """The window of an adopted result (already validated: no violations)."""
         n, p, s = len(self.ref), cut.prefix, cut.suffix
         if p == n and not middle:  # unchanged: share everything but the caller's list
-            return Window(self.ref, list(self.ref), self.sizes, self.summaries, self.total, [],
-                          self.summary_count)
+            return Window(self.ref, list(self.ref), self._sizes, self._summaries, self._total,
+                          [], self._summary_count)
+        if self._keeps_little(cut):  # measured when (and if) the new window is asked
+            ref = [*self.ref[:p], *middle, *self.ref[n - s:]]
+            return Window(ref, list(ref), _violations=[])
         sizes_mid = [size_of(m) for m in middle]
         flags_mid = [is_summary(m) for m in middle]
         ref = [*self.ref[:p], *middle, *self.ref[n - s:]]
@@ -237,6 +280,8 @@ class Window:
     def kept_size(self, cut: Splice) -> int:
         """Bytes of the messages a splice keeps from ``ref``."""
         n = len(self.ref)
+        if self._keeps_little(cut):
+            return sum(size_of(m) for m in (*self.ref[:cut.prefix], *self.ref[n - cut.suffix:]))
         return self.total - sum(self.sizes[cut.prefix:n - cut.suffix])
 
     def splice_violations(self, cut: Splice, middle: list[Any], *, max_summaries: int = 1
@@ -245,6 +290,12 @@ class Window:
         the change when ``ref`` itself is valid (invariants are local to a tool group and
         its neighbours; the summary count is kept per message)."""
         ref, n, p, s = self.ref, len(self.ref), cut.prefix, cut.suffix
+        if self._violations is None and 2 * (p + s + len(middle)) < n:
+            # not known valid, and the result is less than half the window: checking the
+            # result whole costs less than learning whether the window holds (issue 32: a
+            # compression keeps a tail of a long window)
+            return check_invariants([*ref[:p], *middle, *ref[n - s:]],
+                                    max_summaries=max_summaries)
         if self.violations:  # nothing known to hold: check it all
             return check_invariants([*ref[:p], *middle, *ref[n - s:]],
                                     max_summaries=max_summaries)

@@ -40,6 +40,23 @@ def _key(message: Message) -> tuple[Any, ...]:
     )
 
 
+def _sketch(message: Message) -> tuple[Any, ...]:
+    """What :func:`_key` holds, but a tool call list stood for by its first call's id: equal
+    keys make equal sketches, and a sketch costs no ``repr`` of the calls."""
+    content = message.get("content")
+    calls = message.get("tool_calls")
+    first: Any = None
+    if calls:
+        head = calls[0] if isinstance(calls, list) and calls else None
+        first = ("id", head.get("id")) if isinstance(head, dict) else "?"
+    return (
+        message.get("role"),
+        message.get("tool_call_id"),
+        content if isinstance(content, str) else repr(content),
+        first,
+    )
+
+
 def classify(
     before: Sequence[Message], after: Sequence[Message], outcome: str, count: Any,
     before_counts: Sequence[int] | None = None,
@@ -48,7 +65,14 @@ def classify(
     from ``before`` to ``after`` (system prompts excluded; ``count`` counts one message;
     ``before_counts``, when given, are the counts of ``before`` already known)."""
     after_keys = {_key(m) for m in after}
-    before_keys = {_key(m) for m in before}
+    # A message of ``before`` can equal one of ``after`` only if its sketch (the key with a
+    # tool call list stood for by its first id) is one of theirs: the full key is made for
+    # those alone (a compression keeps a tail of a long window: issue 32, O(after) keys
+    # instead of O(before)).
+    after_sketches = {_sketch(m) for m in after}
+    candidates = [(m, _key(m)) for m in before if _sketch(m) in after_sketches]
+    before_keys = {key for _, key in candidates}
+    kept_ids = {id(m) for m, key in candidates if key in after_keys}
     after_results = {m.get("tool_call_id") for m in after if m.get("role") == "tool"}
     summaries = [m for m in after if _key(m) not in before_keys
                  and (m.get(SUMMARY_METADATA_KEY) or m.get("role") != "tool")]
@@ -63,7 +87,7 @@ def classify(
     gone = "summarised" if outcome in _SUMMARISING and summaries else "dropped"
     for i, message in enumerate(before):
         tokens = known[i] if known is not None else None
-        if _key(message) in after_keys:
+        if id(message) in kept_ids:
             add("kept", message, tokens)
         elif message.get("role") == "tool" and message.get("tool_call_id") in after_results:
             add("pruned", message, tokens)

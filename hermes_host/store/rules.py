@@ -119,9 +119,15 @@ def plan_publish(
     window order.  A proposed message equal to one of those rows is that row (stored once,
     id kept); each row is used once, in window order."""
     rows = list(read)
+    # only rows equal to a proposed message can be kept: a compression proposes a few
+    # hundred messages for a window of any length, so rows are pooled by that test alone
+    # (issue 32: a 100,000-row window costs one hash per row, not a pool entry per row)
+    wanted = {encoded for _, encoded in prepared}
     pool: dict[tuple[Any, ...], list[int]] = {}
     for row_id, values in rows:
-        pool.setdefault(tuple(values), []).append(row_id)
+        key = tuple(values)
+        if key in wanted:
+            pool.setdefault(key, []).append(row_id)
     window: list[int | None] = []
     fresh: list[Prepared] = []
     fresh_at: list[int] = []

@@ -4,6 +4,7 @@ compressed window in one transaction (R-8.1, R-8.2).  The planning is shared
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -139,8 +140,11 @@ class PublishRooms(MessageRooms):
             moved = window_moves(plan, ids, read, later, base, mode == "in_place")
             conn.executemany("UPDATE messages SET session_id = ?, seq = ? WHERE id = ?",
                              [(target, seq, row_id) for row_id, seq in moved])
-            conn.executemany(f"UPDATE messages SET active = 0, compacted = {compacted} "
-                             "WHERE id = ?", [(row_id,) for row_id in plan.replaced])
+            # one statement for every archived row (a compression of a long window archives
+            # nearly all of it: one bound JSON list, not a statement per row; issue 32)
+            conn.execute(f"UPDATE messages SET active = 0, compacted = {compacted} "
+                         "WHERE id IN (SELECT value FROM json_each(?))",
+                         (json.dumps(plan.replaced),))
             if mode == "in_place":
                 conn.execute(
                     "UPDATE sessions SET compression_count = compression_count + ?, "
