@@ -4,7 +4,7 @@ when a model is built, so ``hermes-host --help`` stays light)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hermes_host.chat.model import ModelError, ModelReply, unreachable
@@ -58,21 +58,52 @@ class AnthropicChatModel:
     def complete(
         self, system: str, messages: list[dict[str, Any]], max_tokens: int
     ) -> ModelReply:
-        import anthropic
+        try:
+            response = self._client.messages.create(**self._params(system, messages, max_tokens))
+        except Exception as exc:
+            raise self._failure(exc) from None
+        return self._reply(response)
 
+    def respond_stream(self, request: Sequence[Message], max_tokens: int,
+                       on_text: Callable[[str], None]) -> ModelReply:
+        """:meth:`respond` over ``messages.stream``: each text delta goes to ``on_text`` as
+        it arrives; the final message gives the usage and stop reason."""
+        system, messages = to_anthropic(request)
+        try:
+            with self._client.messages.stream(
+                **self._params(system, messages, max_tokens)
+            ) as stream:
+                for text in stream.text_stream:
+                    on_text(text)
+                response = stream.get_final_message()
+        except Exception as exc:
+            raise self._failure(exc) from None
+        return self._reply(response)
+
+    def _params(self, system: str, messages: list[dict[str, Any]],
+                max_tokens: int) -> dict[str, Any]:
         params: dict[str, Any] = {
             "model": self.name, "max_tokens": max_tokens, "messages": messages,
         }
         if system:
             params["system"] = system
-        try:
-            response = self._client.messages.create(**params)
-        except anthropic.APIStatusError as exc:
-            raise ModelError(str(classify_status_error(exc))) from None
-        except anthropic.APIConnectionError as exc:  # APITimeoutError included
-            raise unreachable("anthropic", exc, self._client.base_url, self._timeout) from None
-        except (anthropic.AnthropicError, ValueError) as exc:
-            raise ModelError(f"anthropic: request failed ({type(exc).__name__})") from None
+        return params
+
+    def _failure(self, exc: Exception) -> ModelError:
+        """Any failure of an SDK call as a one-line, key-free :class:`ModelError`."""
+        import anthropic
+
+        if isinstance(exc, anthropic.APIStatusError):
+            return ModelError(str(classify_status_error(exc)))
+        if isinstance(exc, anthropic.APIConnectionError):  # APITimeoutError included
+            return unreachable("anthropic", exc, self._client.base_url, self._timeout)
+        if isinstance(exc, anthropic.AnthropicError | ValueError):
+            return ModelError(f"anthropic: request failed ({type(exc).__name__})")
+        # a stream cut off mid-answer surfaces as the transport's own error
+        return ModelError(f"anthropic: the answer broke off ({type(exc).__name__})")
+
+    @staticmethod
+    def _reply(response: Any) -> ModelReply:
         text = "".join(
             getattr(b, "text", "") or "" for b in response.content or []
             if getattr(b, "type", None) == "text"

@@ -15,7 +15,7 @@ from hermes_host.chat.commands import (
     parse_command,
     parse_compress_args,
 )
-from hermes_host.chat.model import ChatModel, ModelError
+from hermes_host.chat.model import ChatModel, ModelError, ModelReply
 from hermes_host.chat.status import status_lines
 from hermes_host.chat.ui import ChatUI
 from hermes_host.fence import HookHealth
@@ -51,6 +51,9 @@ class ChatController:
     ui: ChatUI
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     restore_cwd: bool = True
+    stream: bool = True
+    """Stream the answer when the model and the UI both can (``respond_stream`` and
+    ``reply_chunk``/``reply_end``); ``hermes-host chat --no-stream`` turns it off."""
     history: list[str] = field(default_factory=list)
     """Session ids this controller has worked on, oldest first."""
     last_outcome: TurnOutcome | None = None
@@ -141,6 +144,15 @@ class ChatController:
             line += f" (also {others})"
         self.ui.error(line + "; /status shows every engine problem")
 
+    def _ask(self, request: list[Message]) -> tuple[ModelReply, bool]:
+        """The model's reply, streamed to the UI piece by piece when both can (``True``)."""
+        stream = getattr(self.model, "respond_stream", None)
+        chunk = getattr(self.ui, "reply_chunk", None)
+        if self.stream and callable(stream) and callable(chunk) and callable(
+                getattr(self.ui, "reply_end", None)):
+            return stream(request, self.max_tokens, chunk), True
+        return self.model.respond(request, self.max_tokens), False
+
     def _turn(self, text: str) -> None:
         session = self.session
         session.add_user(text)
@@ -149,13 +161,16 @@ class ChatController:
             request = session.build_request()
             for line in session.events[events:]:  # the request bound's warning (issue 28)
                 self._event(line)
-            reply = self.model.respond(request, self.max_tokens)
+            reply, streamed = self._ask(request)
         except ModelError as exc:
             self.ui.error(f"model call failed: {exc}. Your message is stored; send another "
                           "message to continue.")
             return
         session.add_assistant(reply.text)
-        self.ui.reply(reply.text if reply.text.strip() else "(the model returned no text)")
+        if streamed:
+            self.ui.reply_end(reply.text)  # type: ignore[attr-defined]  # checked in _ask
+        else:
+            self.ui.reply(reply.text if reply.text.strip() else "(the model returned no text)")
         if reply.stop_reason in ("max_tokens", "length"):
             self.ui.info(f"(the answer was cut at max_tokens={self.max_tokens}; "
                          "raise model.max_output_tokens for longer answers)")

@@ -5,7 +5,7 @@ resumed or imported session's tool traffic is shown as text)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -69,6 +69,16 @@ class ChatModel(Protocol):
 
     def respond(self, request: Sequence[Message], max_tokens: int) -> ModelReply:
         """Answer an OpenAI-format request (as :meth:`Session.build_request` returns it)."""
+        ...
+
+
+class StreamingChatModel(ChatModel, Protocol):
+    """A model that can also stream: :meth:`respond_stream` hands each piece of the answer's
+    text to ``on_text`` as it arrives, then returns the whole reply as :meth:`respond`
+    does.  The controller streams when the model and the UI both can."""
+
+    def respond_stream(self, request: Sequence[Message], max_tokens: int,
+                       on_text: Callable[[str], None]) -> ModelReply:
         ...
 
 

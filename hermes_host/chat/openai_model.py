@@ -10,7 +10,7 @@ the host's ``_`` metadata keys and empty messages, and keeps text and image part
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hermes_host.chat.model import (
@@ -119,21 +119,54 @@ class OpenAIChatModel:
         self._client.close()
 
     def respond(self, request: Sequence[Message], max_tokens: int) -> ModelReply:
-        params: dict[str, Any] = {"model": self.name, "messages": to_openai(request)}
-        params["max_completion_tokens" if is_reasoning_model(self.name) else "max_tokens"] = (
-            max_tokens
-        )
         try:
-            response = self._client.chat.completions.create(**params)
+            response = self._client.chat.completions.create(**self._params(request, max_tokens))
             choice = response.choices[0]
             text = choice.message.content or ""
             finish = choice.finish_reason
         except (AttributeError, IndexError, TypeError):
             raise ModelError("openai: malformed response (no choices)") from None
         except Exception as exc:  # every SDK failure becomes a one-line, key-free error
-            import openai
-
-            if isinstance(exc, openai.APIConnectionError):  # APITimeoutError included
-                raise unreachable("openai", exc, self._client.base_url, self._timeout) from None
-            raise ModelError(str(sdk_error(exc, self._timeout))) from None
+            raise self._failure(exc) from None
         return ModelReply(text=text, usage=usage_of(response.usage), stop_reason=finish)
+
+    def respond_stream(self, request: Sequence[Message], max_tokens: int,
+                       on_text: Callable[[str], None]) -> ModelReply:
+        """:meth:`respond` with ``stream=True``: each content delta goes to ``on_text`` as it
+        arrives; the usage comes from the last chunk (``stream_options.include_usage``)."""
+        params = self._params(request, max_tokens)
+        params.update(stream=True, stream_options={"include_usage": True})
+        parts: list[str] = []
+        finish: str | None = None
+        usage: Any = None
+        try:
+            with self._client.chat.completions.create(**params) as stream:
+                for chunk in stream:
+                    if getattr(chunk, "usage", None) is not None:
+                        usage = chunk.usage
+                    for choice in chunk.choices or []:
+                        piece = choice.delta.content if choice.delta is not None else None
+                        if piece:
+                            parts.append(piece)
+                            on_text(piece)
+                        if choice.finish_reason:
+                            finish = choice.finish_reason
+        except (AttributeError, TypeError):
+            raise ModelError("openai: malformed stream chunk") from None
+        except Exception as exc:
+            raise self._failure(exc) from None
+        return ModelReply(text="".join(parts), usage=usage_of(usage), stop_reason=finish)
+
+    def _params(self, request: Sequence[Message], max_tokens: int) -> dict[str, Any]:
+        params: dict[str, Any] = {"model": self.name, "messages": to_openai(request)}
+        params["max_completion_tokens" if is_reasoning_model(self.name) else "max_tokens"] = (
+            max_tokens
+        )
+        return params
+
+    def _failure(self, exc: Exception) -> ModelError:
+        import openai
+
+        if isinstance(exc, openai.APIConnectionError):  # APITimeoutError included
+            return unreachable("openai", exc, self._client.base_url, self._timeout)
+        return ModelError(str(sdk_error(exc, self._timeout)))

@@ -23,3 +23,14 @@ class ChatUI(Protocol):
 
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
         """A small table (``/sessions``)."""
+
+
+class StreamingChatUI(ChatUI, Protocol):
+    """A UI that shows the answer as it arrives: ``reply_chunk`` for each piece, then
+    ``reply_end`` with the whole text (instead of :meth:`ChatUI.reply`)."""
+
+    def reply_chunk(self, text: str) -> None:
+        """The next piece of the model's answer."""
+
+    def reply_end(self, text: str) -> None:
+        """The answer is complete; ``text`` is all of it (``""``: the model sent none)."""

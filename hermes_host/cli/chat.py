@@ -38,20 +38,47 @@ class RichChatUI:
 
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or shared_console(highlight=False)
+        self._streaming = False
+        """A streamed answer's line is open (ended by reply_end, or by any other output)."""
 
     def reply(self, text: str) -> None:
+        self._end_stream()
         self.console.print(Text("assistant> ", style="bold cyan") + Text(text))
 
+    def reply_chunk(self, text: str) -> None:
+        """Print the next piece of a streamed answer at once, on the answer's line."""
+        if not self._streaming:
+            self._streaming = True
+            self.console.print(Text("assistant> ", style="bold cyan"), end="")
+        # the terminal wraps the line: rich cannot, it sees one piece at a time
+        self.console.print(Text(text), end="", soft_wrap=True)
+        self.console.file.flush()
+
+    def reply_end(self, text: str) -> None:
+        if not self._streaming:  # nothing arrived
+            self.reply(text if text.strip() else "(the model returned no text)")
+            return
+        self._end_stream()
+
+    def _end_stream(self) -> None:
+        if self._streaming:
+            self._streaming = False
+            self.console.print()
+
     def info(self, text: str) -> None:
+        self._end_stream()
         self.console.print(Text(text, style="dim"))
 
     def event(self, text: str) -> None:
+        self._end_stream()
         self.console.print(Text(text, style="yellow"))
 
     def error(self, text: str) -> None:
+        self._end_stream()  # an answer broken off keeps what arrived, on its own line
         self.console.print(Text(text, style="bold red"))
 
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+        self._end_stream()
         table = Table(*columns, title=title, title_justify="left")
         for row in rows:
             table.add_row(*row)
@@ -74,6 +101,9 @@ class RichChatUI:
               help="System prompt of a new session (default: a short assistant prompt).")
 @click.option("--no-restore-cwd", is_flag=True,
               help="On resume, stay in the current directory instead of the recorded one.")
+@click.option("--no-stream", is_flag=True,
+              help="Print each answer when it is complete instead of as it arrives (for a "
+              "server that cannot stream).")
 def chat(
     config_path: Path | None,
     store_path: str | None,
@@ -82,12 +112,14 @@ def chat(
     title: str | None,
     system_prompt: str | None,
     no_restore_cwd: bool,
+    no_stream: bool,
 ) -> None:
     """Chat with the configured model; the host keeps everything and compresses.
 
     model.provider picks the API: anthropic (default; needs ANTHROPIC_API_KEY,
     ANTHROPIC_BASE_URL selects another endpoint) or openai (any OpenAI-compatible server:
-    model.base_url, key from OPENAI_API_KEY or model.api_key_env).  Type /help in the chat
+    model.base_url, key from OPENAI_API_KEY or model.api_key_env).  Answers are streamed
+    as they arrive (--no-stream waits for the whole answer).  Type /help in the chat
     for the slash commands (/compress, /undo, /branch, /status, /resume…); /quit or Ctrl-D
     leaves.  The session stays in the store: resume it with --resume or -c.
     """
@@ -114,7 +146,8 @@ def chat(
         except StoreError as exc:
             fail(f"error: {exc}")
         controller = ChatController(
-            host, session, model, ui, system_prompt=prompt, restore_cwd=not no_restore_cwd
+            host, session, model, ui, system_prompt=prompt, restore_cwd=not no_restore_cwd,
+            stream=not no_stream,
         )
         ui.info(f"hermes-host chat · session {session.id} · model {config.model.name} "
                 f"({model.provider}) · "

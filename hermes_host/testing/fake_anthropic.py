@@ -29,6 +29,11 @@ Behaviours (a string, or a dict with ``kind`` plus options):
 ``error``      any error: options ``status`` (500), ``type`` (api_error), ``message``
 =============  ==============================================================================
 
+A request with ``"stream": true`` gets the answer as the Messages API's server-sent events
+(``message_start``, a text block whose text comes word by word in ``content_block_delta``
+events, ``message_delta`` with the stop reason and usage, ``message_stop``), which the SDK's
+``messages.stream`` reads; option ``pause`` (seconds) waits between events.
+
 Every error behaviour takes ``headers``, a dict of extra response headers (e.g.
 ``{"retry-after-ms": "2500"}`` on a 503).
 
@@ -50,6 +55,7 @@ from hermes_host.testing.fake_server import (
     FakeServer,
     RecordedRequest,
     ScriptedHandler,
+    text_pieces,
 )
 
 __all__ = ["SECTION_HEADINGS", "Behaviour", "FakeAnthropic", "RecordedRequest"]
@@ -131,6 +137,30 @@ class FakeAnthropic(FakeServer):
         }
 
 
+def _sse(message: dict[str, Any]) -> list[bytes]:
+    """A Messages API answer as the events of ``stream: true``, one text delta per word."""
+    text = "".join(block["text"] for block in message["content"])
+    start = {**message, "content": [], "stop_reason": None,
+             "usage": {**message["usage"], "output_tokens": 1}}
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("message_start", {"type": "message_start", "message": start}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": ""}}),
+    ]
+    events += [("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                        "delta": {"type": "text_delta", "text": piece}})
+               for piece in text_pieces(text)]
+    events += [
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta",
+                           "delta": {"stop_reason": message["stop_reason"],
+                                     "stop_sequence": None},
+                           "usage": {"output_tokens": message["usage"]["output_tokens"]}}),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return [f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events]
+
+
 def _make_handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
     class Handler(ScriptedHandler):
         def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
@@ -191,7 +221,10 @@ def _make_handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
                 text = fake._responder(body)
             payload = fake._message_json(body, str(text), int(step["_n"]))
             try:
-                self._send(200, json.dumps(payload).encode())
+                if body.get("stream"):
+                    self._send_events(_sse(payload), float(step.get("pause", 0.0)))
+                else:
+                    self._send(200, json.dumps(payload).encode())
             except OSError:
                 return  # the client gave up (timeout) while we were slow
 

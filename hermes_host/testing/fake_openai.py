@@ -70,6 +70,7 @@ from hermes_host.testing.fake_server import (
     FakeServer,
     RecordedRequest,
     ScriptedHandler,
+    text_pieces,
 )
 
 __all__ = ["Behaviour", "FakeOpenAI", "RecordedRequest", "chat_responder", "main"]
@@ -168,19 +169,24 @@ class FakeOpenAI(FakeServer):
         }
 
 
-def _sse(completion: dict[str, Any], body: dict[str, Any]) -> bytes:
+def _sse(completion: dict[str, Any], body: dict[str, Any], by_word: bool = False) -> list[bytes]:
     """A completion as the server-sent events of ``stream: true``: the role and text in one
-    delta, the finish reason, the usage chunk when ``stream_options.include_usage`` asks for
-    it, then ``[DONE]`` (the shape the SDK's ``Stream`` parses)."""
+    delta (``by_word``: the text in one delta per word), the finish reason, the usage chunk
+    when ``stream_options.include_usage`` asks for it, then ``[DONE]`` (the shape the SDK's
+    ``Stream`` parses)."""
     choice = completion["choices"][0]
     base = {k: completion[k] for k in ("id", "created", "model")}
     base["object"] = "chat.completion.chunk"
+    content = choice["message"]["content"]
+    pieces = text_pieces(content or "") if by_word else [content]
     chunks: list[dict[str, Any]] = [
         {**base, "choices": [{"index": 0, "finish_reason": None, "delta": {
-            "role": "assistant", "content": choice["message"]["content"],
+            "role": "assistant", "content": pieces[0] if pieces else content,
             **({"tool_calls": [{"index": i, **call} for i, call in
                                enumerate(choice["message"]["tool_calls"])]}
                if choice["message"].get("tool_calls") else {})}}]},
+        *({**base, "choices": [{"index": 0, "finish_reason": None,
+                                "delta": {"content": piece}}]} for piece in pieces[1:]),
         {**base, "choices": [{"index": 0, "delta": {},
                               "finish_reason": choice["finish_reason"]}]},
     ]
@@ -188,7 +194,7 @@ def _sse(completion: dict[str, Any], body: dict[str, Any]) -> bytes:
     if isinstance(options, dict) and options.get("include_usage"):
         chunks.append({**base, "choices": [], "usage": completion["usage"]})
     events = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks] + ["data: [DONE]\n\n"]
-    return "".join(events).encode()
+    return [event.encode() for event in events]
 
 
 def _input_text(content: Any) -> str:
@@ -372,7 +378,9 @@ def _make_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                     else:
                         self._send(200, json.dumps(answer_obj).encode())
                 elif body.get("stream"):
-                    self._send(200, _sse(payload, body), {"Content-Type": "text/event-stream"})
+                    pause = step.get("pause")
+                    self._send_events(_sse(payload, body, by_word=pause is not None),
+                                      float(pause or 0.0))
                 else:
                     self._send(200, json.dumps(payload).encode())
             except OSError:

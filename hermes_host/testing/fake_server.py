@@ -8,6 +8,7 @@ each provider's wire (routes, error bodies, the answer's JSON) on top.
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
@@ -17,9 +18,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, ClassVar, Self
 
-__all__ = ["Behaviour", "FakeServer", "RecordedRequest", "ScriptedHandler"]
+__all__ = ["Behaviour", "FakeServer", "RecordedRequest", "ScriptedHandler", "text_pieces"]
 
 Behaviour = str | dict[str, Any]
+
+
+def text_pieces(text: str) -> list[str]:
+    """``text`` as a stream sends it: word by word, each word with the spaces after it."""
+    return re.findall(r"\s*\S+\s*", text) or ([text] if text else [])
 
 
 @dataclass(frozen=True)
@@ -179,6 +185,21 @@ class ScriptedHandler(BaseHTTPRequestHandler):
     def _disconnect(self) -> None:
         self.close_connection = True
         self.connection.shutdown(socket.SHUT_RDWR)
+
+    def _send_events(self, events: list[bytes], pause: float = 0.0) -> None:
+        """200 with server-sent ``events``, each written and flushed on its own, ``pause``
+        seconds apart (cut short when the server stops): a client that streams shows the
+        first words before the last are sent."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(sum(len(e) for e in events)))
+        self.send_header("request-id", "req_fake")
+        self.end_headers()
+        for i, event in enumerate(events):
+            if i and pause:
+                self._wait({"seconds": pause})
+            self.wfile.write(event)
+            self.wfile.flush()
 
     def _wait(self, step: dict[str, Any]) -> None:
         """``slow``: sleep ``seconds`` (default 5), cut short when the server stops."""
