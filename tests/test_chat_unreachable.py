@@ -17,6 +17,10 @@ from pathlib import Path
 import pytest
 
 from hermes_host.chat.model import shown_url
+from hermes_host.llm import SummaryJob, TransientSummaryError
+from hermes_host.llm.anthropic_summarizer import AnthropicSummarizer
+from hermes_host.llm.openai_summarizer import OpenAISummarizer
+from hermes_host.models import SummarizerSettings
 
 KEY = "sk-ant-api03-DOWNkey0123456789abcdefghijklmnopqrstuvwxyzABCDEFGH"
 OPENAI_KEY = "sk-proj-DOWNkey0123456789abcdefghijklmnopqrstuvwxyzABCDEF"
@@ -99,3 +103,21 @@ def test_shown_url_drops_credentials(url: str, shown: str) -> None:
     assert shown_url(url).startswith(shown)
     assert "abc" not in shown_url(url) and OPENAI_KEY not in shown_url(url)
     assert ":p@" not in shown_url(url)
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_summariser_that_cannot_connect_names_the_url_too(provider: str) -> None:
+    """The same server down seen by the summariser (a compression's error, kept in the
+    receipts and shown by replay and chat): the URL, no credentials, no key."""
+    port = _closed_port()
+    settings = SummarizerSettings(provider=provider, timeout_seconds=5, max_retries=0,
+                                  base_url=f"http://who:pw@127.0.0.1:{port}/base")
+    summarizer = (AnthropicSummarizer(settings, api_key=KEY) if provider == "anthropic"
+                  else OpenAISummarizer(settings, api_key=OPENAI_KEY))
+    with pytest.raises(TransientSummaryError) as info:
+        summarizer.summarize(SummaryJob(prompt="summarise", messages=[]))
+    message = str(info.value)
+    path = "/base/v1/messages" if provider == "anthropic" else "/base/chat/completions"
+    assert f"connection failed to http://127.0.0.1:{port}{path} (APIConnectionError)" in message
+    assert "pw" not in message and KEY not in message and OPENAI_KEY not in message
+

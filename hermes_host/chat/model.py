@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from hermes_host.llm.base import shown_url
 from hermes_host.messages import text_of
 from hermes_host.models import Message
 
@@ -16,26 +17,6 @@ from hermes_host.models import Message
 class ModelError(Exception):
     """The model call failed; ``str()`` is safe to show (status and error type only, and
     the URL it could not reach, without credentials)."""
-
-
-def shown_url(url: object) -> str:
-    """``url`` safe to print in an error: scheme, host, port and path only — no user or
-    password, no query or fragment (a key may ride in any of them) — and a key-shaped path
-    segment redacted."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    from hermes_host.redact import redact
-
-    parts = urlsplit(str(url))
-    host = parts.hostname or ""
-    if ":" in host:  # IPv6
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    netloc = host + (f":{port}" if port is not None else "")
-    return redact(urlunsplit((parts.scheme, netloc, parts.path, "", "")))
 
 
 def unreachable(provider: str, exc: BaseException, base_url: object,

@@ -37,6 +37,7 @@ from hermes_host.llm.base import (
     TransientSummaryError,
     classify_status,
     summary_error,
+    url_of_request,
 )
 from hermes_host.messages import sanitize_for_wire
 from hermes_host.models import SummarizerSettings
@@ -136,12 +137,13 @@ class AnthropicSummarizer:
         params = self.request_params(job)
         try:
             response = self._get_client().messages.create(**params)
-        except anthropic.APITimeoutError:
-            raise _error(TransientSummaryError, "anthropic: request timed out "
-                         f"after {self.settings.timeout_seconds:g}s (APITimeoutError)") from None
-        except anthropic.APIConnectionError:
-            raise _error(TransientSummaryError,
-                         "anthropic: connection failed (APIConnectionError)") from None
+        except anthropic.APITimeoutError as exc:
+            raise _error(TransientSummaryError, f"anthropic: request{url_of_request(exc)} "
+                         f"timed out after {self.settings.timeout_seconds:g}s "
+                         "(APITimeoutError)") from None
+        except anthropic.APIConnectionError as exc:
+            raise _error(TransientSummaryError, "anthropic: connection failed"
+                         f"{url_of_request(exc)} (APIConnectionError)") from None
         except anthropic.APIStatusError as exc:
             raise classify_status_error(exc) from None
         except anthropic.APIResponseValidationError:

@@ -31,7 +31,9 @@ __all__ = [
     "TransientSummaryError",
     "classify_status",
     "retry_after_seconds",
+    "shown_url",
     "summary_error",
+    "url_of_request",
 ]
 
 
@@ -243,3 +245,30 @@ def classify_status(provider: str, status: int, error_type: object, body: object
         return summary_error(TransientSummaryError, label, status=status, error_type=etype,
                              headers=headers)
     return summary_error(PermanentSummaryError, label, status=status, error_type=etype)
+
+
+def shown_url(url: object) -> str:
+    """``url`` safe to print in an error: scheme, host, port and path only — no user or
+    password, no query or fragment (a key may ride in any of them) — and a key-shaped path
+    segment redacted."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    from hermes_host.redact import redact
+
+    parts = urlsplit(str(url))
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = host + (f":{port}" if port is not None else "")
+    return redact(urlunsplit((parts.scheme, netloc, parts.path, "", "")))
+
+
+def url_of_request(exc: BaseException) -> str:
+    """`` to URL`` — the URL an SDK's connection or timeout error was about, as
+    :func:`shown_url` shows it — or ``""`` when the error carries no request."""
+    url = getattr(getattr(exc, "request", None), "url", None)
+    return f" to {shown_url(url)}" if url else ""

@@ -32,6 +32,7 @@ from hermes_host.llm.base import (
     TransientSummaryError,
     classify_status,
     summary_error,
+    url_of_request,
 )
 from hermes_host.messages import sanitize_for_wire
 from hermes_host.models import SummarizerSettings
@@ -86,11 +87,11 @@ def sdk_error(exc: BaseException, timeout: float) -> TransientSummaryError | Per
     import openai
 
     if isinstance(exc, openai.APITimeoutError):
-        err = summary_error(TransientSummaryError,
-                            f"openai: request timed out after {timeout:g}s (APITimeoutError)")
+        err = summary_error(TransientSummaryError, f"openai: request{url_of_request(exc)} "
+                            f"timed out after {timeout:g}s (APITimeoutError)")
     elif isinstance(exc, openai.APIConnectionError):
-        err = summary_error(TransientSummaryError,
-                            "openai: connection failed (APIConnectionError)")
+        err = summary_error(TransientSummaryError, "openai: connection failed"
+                            f"{url_of_request(exc)} (APIConnectionError)")
     elif isinstance(exc, openai.APIStatusError):
         err = classify_status("openai", int(exc.status_code),
                               getattr(exc, "type", None) or getattr(exc, "code", None), exc.body,
