@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from hermes_host.cli import cli
+from hermes_host.transcripts import load_transcript
 from tests.host_helpers import TRANSCRIPTS
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
@@ -89,6 +90,8 @@ def test_eval_draws_a_bar_over_its_runs(tmp_path: Path) -> None:
     code, out, screen = _run(args, tmp_path)
     assert code == 0, screen
     assert "eval 1 transcript(s) × 1 engine set(s)" in screen and BAR.search(screen), screen
+    # the bar counts messages replayed, not runs: one long transcript still moves it
+    assert f"/{len(load_transcript(TRANSCRIPT).messages)} " in screen, screen
     assert f"eval {TRANSCRIPT.name} [compressor]:" in screen  # the run's line stays
     assert "overall" in out and "ETA" not in out
     code, out, screen = _run([*args, "--json"], tmp_path)

@@ -66,13 +66,15 @@ class TranscriptSize:
     """The whole transcript, system prompt included."""
     largest: int
     """The system prompt plus the largest single message: what one request must hold."""
+    messages: int = 0
+    """Messages after the system prompt (what a replay steps through)."""
 
 
 def transcript_size(transcript: Transcript) -> TranscriptSize:
     system = count_messages([{"role": "system", "content": transcript.system_prompt}]) if (
         transcript.system_prompt) else 0
     sizes = [count_messages([m]) for m in transcript.messages]
-    return TranscriptSize(system + sum(sizes), system + max(sizes, default=0))
+    return TranscriptSize(system + sum(sizes), system + max(sizes, default=0), len(sizes))
 
 
 def auto_context_length(size: TranscriptSize, max_output_tokens: int) -> int:
@@ -200,22 +202,30 @@ def eval_cmd(
     runs: list[EvalRun] = []
     run_windows: list[tuple[int, int]] = []  # (window, transcript tokens) of each run
     with progress_bar("eval", as_json=as_json) as bar:
+        # one step per message replayed, over every (transcript, engine set) run
         task = bar.add_task(f"{len(transcripts)} transcript(s) × {len(sets)} engine set(s)",
-                            total=len(transcripts) * len(sets))
+                            total=sum(size.messages for size in sizes) * len(sets))
+        finished = 0  # messages of the runs already done
+
+        def on_step(done: int, total: int) -> None:
+            bar.update(task, completed=finished + done)
 
         def on_run(run: EvalRun) -> None:
+            nonlocal finished
             bar.console.print(
                 f"eval {run.transcript} [{run.engines}]: {run.model_calls} calls, "
                 f"{run.compressions} compressions, recall {_fmt_recall(run.recall)} "
                 f"({run.seconds:.1f}s)",
                 markup=False, highlight=False, soft_wrap=True,
             )
-            bar.advance(task)
+            finished += current
+            bar.update(task, completed=finished)
 
         for path, size, window in zip(transcripts, sizes, windows, strict=True):
+            current = size.messages
             run_config = with_context_length(config, window)
             try:
-                done = evaluate(run_config, [path], sets, on_run=on_run)
+                done = evaluate(run_config, [path], sets, on_run=on_run, on_step=on_step)
             except (TranscriptError, ConfigError, PluginError, StoreError) as exc:
                 fail(f"error: {exc}")
             runs += done

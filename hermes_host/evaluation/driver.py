@@ -23,6 +23,7 @@ def _run_one(
     path: Path,
     store_path: Path,
     engines: EngineSet,
+    on_step: Callable[[int, int], None] | None = None,
 ) -> EvalRun:
     from hermes_host.host import ContextHost
     from hermes_host.replay import CompressionRecord, replay_transcript
@@ -38,9 +39,11 @@ def _run_one(
     attempts = 0
     adopted: dict[str, int] = {}
 
-    def on_step(done: int, total: int) -> None:
+    def step(done: int, total: int) -> None:
         nonlocal added
         added = done
+        if on_step is not None:
+            on_step(done, total)
 
     def on_compression(record: CompressionRecord) -> None:
         nonlocal attempts
@@ -60,7 +63,7 @@ def _run_one(
     started = time.monotonic()
     try:
         result = replay_transcript(
-            host, transcript, on_step=on_step, on_compression=on_compression,
+            host, transcript, on_step=step, on_compression=on_compression,
             on_request=on_request,
         )
     finally:
@@ -113,8 +116,11 @@ def evaluate(
     *,
     work_dir: Path | None = None,
     on_run: Callable[[EvalRun], None] | None = None,
+    on_step: Callable[[int, int], None] | None = None,
 ) -> list[EvalRun]:
     """Replay every transcript with every engine set, each in a fresh SQLite store.
+    ``on_run`` is called with each finished run, ``on_step(done, total)`` with the messages
+    of the current run replayed so far (a progress bar's feed).
 
     Memory providers are switched off (an evaluation must not write anyone's MEMORY.md).
     Raises what the host raises for a bad config, a missing engine or a bad transcript
@@ -127,7 +133,7 @@ def evaluate(
         for t_index, path in enumerate(transcripts):
             for s_index, engines in enumerate(engine_sets):
                 store = Path(tmp) / f"{t_index:03d}-{s_index:02d}.db"
-                run = _run_one(config, Path(path), store, engines)
+                run = _run_one(config, Path(path), store, engines, on_step)
                 runs.append(run)
                 if on_run is not None:
                     on_run(run)
