@@ -60,7 +60,8 @@ from hermes_host.store import (
     StateStore,
     open_store,
 )
-from hermes_host.tokens import TokenCounter
+from hermes_host.store.base import CountedWindowStore
+from hermes_host.tokens import TokenCounter, encoding_info
 
 __all__ = [
     "COMPACTED_MARKER",
@@ -114,6 +115,7 @@ class ContextHost:
             plugins.pm, config.hooks, fence=config.fence_for, factories=plugins.factories
         )
         self.tokens = TokenCounter(model=config.model.name)  # the encoding fits the model
+        self._stored_counts_fit: bool | None = None  # see _counts_fit
         self._owns_store = owns_store
         self._owned_plugins: list[object] = []
 
@@ -229,20 +231,37 @@ class ContextHost:
                 snapshot = self.store.get_session(ancestor).system_prompt
                 if snapshot is not None:
                     break
-        window = self.store.active_messages(row.id)
+        counts: list[int] | None = None
+        if isinstance(self.store, CountedWindowStore) and self._counts_fit():
+            window, counts = self.store.active_messages_counted(row.id)
+        else:
+            window = self.store.active_messages(row.id)
         if window and window[0].get("role") == "system":
             snapshot = str(window[0].get("content") or "")
             window = window[1:]
+            counts = counts[1:] if counts is not None else None
         session = Session(
             self, row.id, snapshot or "", window, title=row.title, cwd=row.cwd, marker=marker,
             conversation_id=row.conversation_id,
         )
+        if counts is not None:  # the window's first count reuses them (issue 32)
+            session._stored_counts = (window, counts)
         session.compression_count = row.compression_count
         session.lineage = self.store.lineage(row.id)
         self._broadcast("on_session_start", SessionEvent(
             session_id=row.id, user_id=row.user_id, cwd=row.cwd, reason="resume"
         ))
         return session
+
+    def _counts_fit(self) -> bool:
+        """Whether the store's token counts are this host's: the store counts rows it is
+        handed uncounted with the default encoding, so a resumed window reuses them only when
+        this host counts with the same one (found once, when first resuming: it loads the
+        encoding)."""
+        if self._stored_counts_fit is None:
+            self._stored_counts_fit = (encoding_info(self.config.model.name)["encoding"]
+                                       == encoding_info()["encoding"])
+        return self._stored_counts_fit
 
     def session_for(
         self,

@@ -352,6 +352,11 @@ class RunningTotal:
             added += self.append(message)
         return added
 
+    def append_counted(self, count: int) -> None:
+        """Add one message whose count is already known (the store's, issue 32)."""
+        self._counts.append(count)
+        self._total += count
+
     def truncate(self, length: int) -> None:
         """Keep only the first ``length`` messages (``/undo``)."""
         if length < 0:

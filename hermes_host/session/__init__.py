@@ -119,6 +119,9 @@ class Session:
         """A lease whose release the store refused (a full disk): released first thing at
         the next compression pass, so it does not block this session for its whole TTL."""
         self._running = RunningTotal(counter=host.tokens)  # per message of the cached window
+        self._stored_counts: tuple[list[Message], list[int]] | None = None
+        """Messages as the store handed them at resume, with its count of each: the first
+        window count reuses them for messages it holds unchanged (issue 32), then drops them."""
         self._requests = RequestLog()  # what each model call received (issue 29)
         self._scan = _WindowScan()
         self._wire = Wire()  # the cached window's wire forms (issue 32)

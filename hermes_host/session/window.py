@@ -218,8 +218,24 @@ def count_window(session: Session, built: list[Message]) -> int:
             break
         same += 1
     session._running.truncate(same)
-    session._running.extend(built[same:])
-    return session._running.total
+    stored, session._stored_counts = session._stored_counts, None
+    if stored is None:
+        session._running.extend(built[same:])
+        return session._running.total
+    # A resumed window: a message equal to the one the store handed at the same place (the
+    # window's messages are the stored ones, frozen, unless normalised or clipped) has the
+    # count the store made of it; only the others are tokenised (issue 32).
+    messages, counts = stored
+    head = 1 if session.system_prompt else 0
+    running = session._running
+    for at in range(same, len(built)):
+        i = at - head
+        message = built[at]
+        if 0 <= i < len(counts) and message == messages[i]:
+            running.append_counted(counts[i])
+        else:
+            running.append(message)
+    return running.total
 
 
 def check_cache(session: Session, base: list[Message]) -> bool:

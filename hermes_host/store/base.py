@@ -58,6 +58,7 @@ from hermes_host.store.records import (
 __all__ = [
     "DEFAULT_LEASE_TTL",
     "Conversation",
+    "CountedWindowStore",
     "Deferred",
     "Guards",
     "Lease",
@@ -315,4 +316,17 @@ class StateStore(Protocol):
 
     def close(self) -> None:
         """Close every connection this store opened."""
+        ...
+
+
+@runtime_checkable
+class CountedWindowStore(Protocol):
+    """A store that hands the window with the ``token_count`` it stored for each row (the
+    SQLite store does).  Optional: without it a resumed session counts its window itself;
+    with it, a message the session's window holds unchanged keeps the count the store made
+    when it was written, instead of being tokenised again (issue 32)."""
+
+    def active_messages_counted(self, session_id: str) -> tuple[list[Message], list[int]]:
+        """:meth:`StateStore.active_messages` and, in the same order, each row's stored
+        ``token_count`` (counted with the default encoding, or passed by the writer)."""
         ...

@@ -249,6 +249,18 @@ class MessageRooms(SessionRooms):
             self._require(conn, session_id)
         return [decode_row(r) for r in rows]
 
+    @errors("reading the window")
+    def active_messages_counted(self, session_id: str) -> tuple[list[Message], list[int]]:
+        conn = self._conn()
+        rows = conn.execute(
+            f"SELECT token_count, {MSG_COLS} FROM messages WHERE session_id = ? AND active = 1 "
+            + WINDOW_ORDER,
+            (session_id,),
+        ).fetchall()
+        if not rows:
+            self._require(conn, session_id)
+        return [decode_row(r[1:]) for r in rows], [int(r[0]) for r in rows]
+
     @errors("counting window tokens")
     def active_token_count(self, session_id: str) -> int:
         conn = self._conn()
