@@ -146,3 +146,24 @@ def test_a_stream_cut_off_is_a_one_line_error_and_the_chat_goes_on(tmp_path: Pat
             chat.kill()
     assert "model call failed: anthropic:" in failed and "Traceback" not in failed
     assert f"assistant> {ANSWER}" in answered
+
+
+def test_a_streamed_answer_wraps_between_words_on_a_narrow_terminal() -> None:
+    """Pieces arrive one by one, so rich cannot wrap the answer: RichChatUI does, between
+    words, as rich wraps a whole reply (a word wider than the screen is left whole)."""
+    from rich.console import Console
+
+    from hermes_host.cli.chat import RichChatUI
+
+    term = Console(width=30, force_terminal=True, color_system=None, record=True)
+    ui = RichChatUI(term)
+    words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
+    for word in words:
+        ui.reply_chunk(word + " ")
+    ui.reply_end(" ".join(words))
+    ui.info("after")
+    lines = term.export_text().splitlines()
+    assert lines[0].startswith("assistant> alpha")
+    assert all(len(line) <= 30 for line in lines), lines
+    assert " ".join(" ".join(lines[:-1]).split()) == "assistant> " + " ".join(words)
+    assert lines[-1] == "after", "the answer's line is ended before other output"

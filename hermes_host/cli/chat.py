@@ -10,10 +10,12 @@ a one-line error too (exit 2, or 1 for a session that does not exist), never a t
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 import click
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -40,18 +42,39 @@ class RichChatUI:
         self.console = console or shared_console(highlight=False)
         self._streaming = False
         """A streamed answer's line is open (ended by reply_end, or by any other output)."""
+        self._column = 0
+        """Where the streamed answer's cursor is, in terminal cells."""
 
     def reply(self, text: str) -> None:
         self._end_stream()
         self.console.print(Text("assistant> ", style="bold cyan") + Text(text))
 
     def reply_chunk(self, text: str) -> None:
-        """Print the next piece of a streamed answer at once, on the answer's line."""
+        """Print the next piece of a streamed answer at once, on the answer's line; a word
+        that would cross the right edge starts the next line (as rich wraps a whole reply),
+        unless it is wider than the screen."""
         if not self._streaming:
             self._streaming = True
+            self._column = cell_len("assistant> ")
             self.console.print(Text("assistant> ", style="bold cyan"), end="")
-        # the terminal wraps the line: rich cannot, it sees one piece at a time
-        self.console.print(Text(text), end="", soft_wrap=True)
+        width = self.console.width
+        out: list[str] = []
+        for token in re.findall(r"\n|[^\S\n]+|\S+", text):
+            if token == "\n":
+                out.append(token)
+                self._column = 0
+                continue
+            size = cell_len(token)
+            if self._column + size > width and self._column > 0:
+                if token.isspace():  # a space at the edge becomes the line break
+                    out.append("\n")
+                    self._column = 0
+                    continue
+                out.append("\n")
+                self._column = 0
+            out.append(token)
+            self._column += size
+        self.console.print(Text("".join(out)), end="", soft_wrap=True)
         self.console.file.flush()
 
     def reply_end(self, text: str) -> None:
