@@ -96,10 +96,11 @@ class ContextLengthType(click.ParamType):  # type: ignore[type-arg]  # generic o
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> int | str:
-        if isinstance(value, int) or str(value).strip().lower() == "auto":
-            return value if isinstance(value, int) else "auto"
+        if str(value).strip().lower() == "auto":
+            return "auto"
         try:
-            number = int(str(value).replace(",", "").replace("_", ""))
+            number = value if isinstance(value, int) else int(
+                str(value).replace(",", "").replace("_", ""))
         except ValueError:
             self.fail(f"{value!r} is neither a number of tokens nor 'auto'", param, ctx)
         if number < 256:
@@ -136,7 +137,8 @@ def _fmt_recall(value: float | None) -> str:
     default=None,
     help="The window (tokens) of every run: the same visible budget. 'auto': per transcript, "
     f"{AUTO_RULE}. Default: model.context_length when the config file sets it, else auto "
-    "(at the 200,000-token default window no recorded transcript would compress).",
+    "(the 200,000-token default window holds most recorded sessions whole: nothing would "
+    "compress).",
 )
 @click.option(
     "--summarizer",
