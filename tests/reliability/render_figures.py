@@ -62,7 +62,8 @@ def concurrency(rows: list[dict[str, Any]]) -> list[str]:
         table += [total(f"{s} total", [r for r in rows if r.get("store", "sqlite") == s])
                   for s in stores]
     table.append(total("total", rows))
-    when = time.strftime("%d %B %Y", time.gmtime(min(r["at"] for r in rows)))
+    first = time.gmtime(min(r["at"] for r in rows))
+    when = f"{first.tm_mday} {time.strftime('%B %Y', first)}"
     sizes = ", ".join(sorted({str(r["size"]) for r in rows}))
     return [SECTIONS["concurrency"], "",
             f"Measured on {when} at size `{sizes}` (seconds per cell in the third column). "
