@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from host_helpers import TailEngine, make_host
+from host_helpers import TailEngine, make_config, make_host
 
 from hermes_host import hookimpl, tokens
 from hermes_host.config import HermesConfig
@@ -104,10 +104,14 @@ def test_one_huge_message_still_compresses_and_the_store_keeps_it_whole(tmp_path
 # -- the window's excerpt, the store's original ----------------------------------------------
 
 
-def test_a_kept_clipped_message_is_published_as_its_stored_row(tmp_path: Path) -> None:
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_a_kept_clipped_message_is_published_as_its_stored_row(
+    tmp_path: Path, isolation: str
+) -> None:
     """A message over the limit (256 KiB characters for this small test window) is clipped
     in the window; a compression that keeps it publishes the *original* row (the same row
-    id, not a rewritten excerpt); a resumed session and memory providers see it clipped."""
+    id, not a rewritten excerpt) — also when the engine's answer comes back from a worker
+    process as a copy; a resumed session and memory providers see it clipped."""
     text = _prose(300_000, "BIG")
     seen: list[int] = []
 
@@ -116,10 +120,9 @@ def test_a_kept_clipped_message_is_published_as_its_stored_row(tmp_path: Path) -
         def on_turn_complete(self, request: Any) -> None:
             seen.extend(len(text_of(m)) for m in request.messages)
 
-    host = make_host(tmp_path, TailEngine(keep=2, threshold=10**9),
-                     memory={"providers": ["watch"]})
-    host.close()
-    host = ContextHost.from_config(host.config, store=tmp_path / "state.db",
+    config = make_config("tail", memory={"providers": ["watch"]},
+                         engines={"tail": {"fence": {"isolation": isolation}}})
+    host = ContextHost.from_config(config, store=tmp_path / "state.db",
                                    extra_plugins={"tail": TailEngine(keep=2, threshold=10**9),
                                                   "watch": Provider()})
     with host:
