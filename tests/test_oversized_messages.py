@@ -197,6 +197,20 @@ def test_clip_shares_the_limit_between_text_parts_and_keeps_images() -> None:
     assert len(parts[0]["text"]) < 1000 + 300
 
 
+def test_clip_bounds_a_message_of_many_short_text_parts() -> None:
+    """10,000 parts of 100 characters: none is over its share, together they are; the first
+    and last parts stay, one note replaces those in between, images keep their place."""
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    parts = [{"type": "text", "text": f"{i:05d}" + "x" * 95} for i in range(10_000)]
+    parts.insert(5_000, image)
+    out = intake.clip({"role": "user", "content": parts}, 20_000)
+    assert out is not None and out[CLIPPED_KEY] == 1_000_000
+    kept = out["content"]
+    assert sum(len(p.get("text", "")) for p in kept) < 20_000 + 300
+    assert kept[0] == parts[0] and kept[-1] == parts[-1] and image in kept
+    assert any("text parts" in p.get("text", "") and INTAKE_NOTE in p["text"] for p in kept)
+
+
 def test_text_limit_follows_the_request_budget_within_its_bounds() -> None:
     cap = 16 * 1024 * 1024
     assert intake.text_limit(4_000, 200, cap) == intake.MIN_WINDOW_TEXT_CHARS

@@ -90,10 +90,41 @@ def clip(message: Message, limit: int) -> Message | None:
         text = content[j]["text"]
         if len(text) > share:
             parts[j] = {**content[j], "text": excerpt(text, share, _where(message), _SCOPE)}
+    if sum(len(parts[j]["text"]) for j in texts) > limit:
+        parts = _thin(parts, texts, limit, total)
     new = dict(message)
     new["content"] = parts
     new[CLIPPED_KEY] = total
     return new
+
+
+def _thin(parts: list[Any], texts: list[int], limit: int, total: int) -> list[Any]:
+    """Many text parts, each short, together over ``limit``: keep the first ones up to 40 %
+    of it and the last up to 60 %, and one note in place of the text parts in between (other
+    parts stay where they are)."""
+    head, tail, used = set(), set(), 0
+    for j in texts:
+        if used + len(parts[j]["text"]) > limit * 2 // 5:
+            break
+        head.add(j)
+        used += len(parts[j]["text"])
+    for j in reversed(texts):
+        if j in head or used + len(parts[j]["text"]) > limit:
+            break
+        tail.add(j)
+        used += len(parts[j]["text"])
+    dropped = [j for j in texts if j not in head and j not in tail]
+    note = {"type": "text", "text": (
+        f"[… {len(dropped):,} text parts ({total - used:,} of {total:,} characters) left out of "
+        f"{_SCOPE}; the store keeps this message whole …]")}
+    gone = set(dropped)
+    out: list[Any] = []
+    for j, part in enumerate(parts):
+        if j == dropped[0]:
+            out.append(note)
+        if j not in gone:
+            out.append(part)
+    return out
 
 
 def clip_all(messages: Sequence[Message], limit: int) -> tuple[list[Message], list[int]]:
