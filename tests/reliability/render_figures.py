@@ -5,7 +5,7 @@ what lies between ``<!-- figures:start -->`` and ``<!-- figures:end -->`` in ``D
 reliability`` calls it after the full-size run; the lines come from
 ``tests/reliability_figures.record``).
 
-``python tests/reliability/render_figures.py --section concurrency FIGURES.jsonl … DOC``
+``python tests/reliability/render_figures.py --section concurrency|fuzz FIGURES.jsonl … DOC``
 replaces only that section (its ``### `` heading up to the next one) inside the figures, from
 a run of that part alone (the long counting run of issue 31), and leaves the others as they
 were measured.
@@ -32,8 +32,6 @@ def _table(head: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(lines)
 
 
-SECTIONS = {"concurrency": "### Processes sharing sessions"}
-"""The sections ``--section`` can replace on their own: part → heading."""
 
 
 def concurrency(rows: list[dict[str, Any]]) -> list[str]:
@@ -65,7 +63,7 @@ def concurrency(rows: list[dict[str, Any]]) -> list[str]:
     first = time.gmtime(min(r["at"] for r in rows))
     when = f"{first.tm_mday} {time.strftime('%B %Y', first)}"
     sizes = ", ".join(sorted({str(r["size"]) for r in rows}))
-    return [SECTIONS["concurrency"], "",
+    return ["### Processes sharing sessions", "",
             f"Measured on {when} at size `{sizes}` (seconds per cell in the third column). "
             "*lost*: an acknowledged message not stored, or gone from the window with no "
             "summary naming it; *duplicated*: stored more than once, or stored but never "
@@ -79,6 +77,19 @@ def concurrency(rows: list[dict[str, Any]]) -> list[str]:
                  "acknowledged messages", "compactions", "deferred", "races", "lost",
                  "duplicated", "split pairs", "refused", "double compactions", "errors"],
                 table)]
+
+
+def fuzz(rows: list[dict[str, Any]]) -> list[str]:
+    """The section of the fuzz targets: examples, crashes and outcomes per target."""
+    return ["### Fuzzing", "", _table(
+        ["target", "examples", "crashes", "outcomes"],
+        [[r["target"], r["examples"], r["crashes"],
+          ", ".join(f"{k} {v}" for k, v in sorted(r["outcomes"].items()))] for r in rows])]
+
+
+SECTIONS = {"concurrency": ("### Processes sharing sessions", concurrency),
+            "fuzz": ("### Fuzzing", fuzz)}
+"""The sections ``--section`` can replace on their own: part → (heading, renderer)."""
 
 
 def replace_section(block: str, heading: str, text: str) -> str:
@@ -115,11 +126,7 @@ def render(rows: list[dict[str, Any]]) -> str:
     if by["concurrency"]:
         out += ["", *concurrency(by["concurrency"])]
     if by["fuzz"]:
-        out += ["", "### Fuzzing", "", _table(
-            ["target", "examples", "crashes", "outcomes"],
-            [[r["target"], r["examples"], r["crashes"],
-              ", ".join(f"{k} {v}" for k, v in sorted(r["outcomes"].items()))]
-             for r in by["fuzz"]])]
+        out += ["", *fuzz(by["fuzz"])]
     if by["hostile"]:
         cells = {(r["case"], r["isolation"]): r for r in by["hostile"]}
         cases = list(dict.fromkeys(r["case"] for r in by["hostile"]))
@@ -179,8 +186,9 @@ def main(argv: list[str]) -> None:
         mine = [r for r in rows if r["part"] == section]
         if not mine:
             raise SystemExit(f"no {section} figures in {', '.join(sources)}")
-        block = replace_section(block.strip("\n"), SECTIONS[section],
-                                "\n".join(concurrency(mine))).rstrip("\n")
+        heading, renderer = SECTIONS[section]
+        block = replace_section(block.strip("\n"), heading,
+                                "\n".join(renderer(mine))).rstrip("\n")
     doc.write_text(f"{before}{START}\n{block}\n{END}{after}", encoding="utf-8")
 
 

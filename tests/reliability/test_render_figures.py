@@ -80,3 +80,17 @@ def test_full_render_shows_rows_of_an_older_run_without_the_new_counts() -> None
     text = render_figures.render([old])
     assert "| sqlite | rotate | 8 × 1 × 240 | 1000 | 4000 | 10 | 3 | – | 0 | – | – | – | 0 | 0 |" \
         in text.splitlines()
+
+
+def test_section_fuzz_replaces_the_fuzzing_table_only(tmp_path: Path) -> None:
+    doc, figures = tmp_path / "reliability.md", tmp_path / "figures.jsonl"
+    doc.write_text(DOC)
+    rows = [dict(part="fuzz", size="full", at=1796515200.0, target="validate_messages",
+                 examples=10000, crashes=0, outcomes={"rejected": 6, "accepted": 4}),
+            _row("sqlite", 2, "rotate", 400)]  # another part's row: not rendered here
+    figures.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    render_figures.main(["--section", "fuzz", str(figures), str(doc)])
+    text = doc.read_text()
+    assert "| 2 |" not in text and "| old |" in text and "| 1 |" in text
+    assert "| validate_messages | 10000 | 0 | accepted 4, rejected 6 |" in text.splitlines()
+    assert text.index("### Processes") < text.index("### Fuzzing") < text.index("After.")
