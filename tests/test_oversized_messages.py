@@ -12,6 +12,7 @@ real compressor with the offline summariser.  Time and memory figures are in
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -243,18 +244,22 @@ def test_counting_10_mb_of_one_character_encodes_a_bounded_sample(
     counting = _Counting(encoder)
     monkeypatch.setattr(tokens, "_encoder", lambda: counting)
     text = "a" * 10_000_000
-    assert count_text(text) == len(encoder.encode_ordinary("a" * 80_000)) * 125
+    assert count_text(text) == math.ceil(len(encoder.encode_ordinary("a" * 80_000)) * 125 * 1.1)
     assert counting.chars <= _SAMPLES * _SAMPLE_CHARS
 
 
-def test_the_estimate_of_a_long_text_is_close_to_the_exact_count() -> None:
+def test_the_estimate_of_a_long_text_errs_high_and_stays_close() -> None:
+    """A count decides whether a request fits (issue 28): an estimate never under-counts a
+    mixed text (prose, then denser code), and over-counts it by a bounded margin; a uniform
+    text is counted with the margin exactly."""
     encoder = tokens._encoder()
     if encoder is None:
         pytest.skip("tiktoken's offline encoding is not installed")
     text = _prose(1_000_000, "EST") + "\n".join(f"def f{i}(x): return x * {i}" for i in range(9000))
     exact = len(encoder.encode_ordinary(text))
     assert len(text) > EXACT_COUNT_CHARS
-    assert abs(count_text(text) - exact) / exact < 0.05
+    estimate = count_text(text)
+    assert exact <= estimate < exact * 1.2, (estimate, exact)
     assert count_text(text[:EXACT_COUNT_CHARS]) == len(
         encoder.encode_ordinary(text[:EXACT_COUNT_CHARS])
     )
