@@ -290,13 +290,11 @@ class Window:
         the change when ``ref`` itself is valid (invariants are local to a tool group and
         its neighbours; the summary count is kept per message)."""
         ref, n, p, s = self.ref, len(self.ref), cut.prefix, cut.suffix
-        if self._violations is None and 2 * (p + s + len(middle)) < n:
-            # not known valid, and the result is less than half the window: checking the
-            # result whole costs less than learning whether the window holds (issue 32: a
-            # compression keeps a tail of a long window)
-            return check_invariants([*ref[:p], *middle, *ref[n - s:]],
-                                    max_summaries=max_summaries)
-        if self.violations:  # nothing known to hold: check it all
+        # Check the result whole when nothing is known to hold, or when it is less than half
+        # a window not checked yet: that costs less than learning whether the window holds
+        # (issue 32: a compression keeps a tail of a long window).
+        small = self._violations is None and 2 * (p + s + len(middle)) < n
+        if small or self.violations:
             return check_invariants([*ref[:p], *middle, *ref[n - s:]],
                                     max_summaries=max_summaries)
         a = p
