@@ -6,8 +6,10 @@ markdown section; every figure is measured in this run, on a real SQLite store.
 
 Each case runs in a fresh child process (so ``ru_maxrss`` is that case's own peak): a session
 with the default model window (200,000 tokens), the real compressor and the offline
-summariser; 12 short exchanges, then the one big user message (``add_user``), then 25 short
-exchanges, then ``build_request``, a forced ``compress`` and ``end_turn``.  Peak memory is
+summariser; 12 short exchanges, then the one big user message (``add_user``) — or, for the
+``args`` case, one ``write_file`` tool call whose JSON arguments carry the text
+(``add_assistant`` with the call, then its short result) — then 25 short exchanges, then
+``build_request``, a forced ``compress`` and ``end_turn``.  Peak memory is
 ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` after the last step less its value just before
 the message was added (the text itself was already allocated then).  "in the store" is the
 time ``add_user`` spent in ``store.append_messages`` (SQLite writing the row and indexing it
@@ -35,7 +37,7 @@ from pathlib import Path
 from _targets import Targets
 
 BASE_COMMIT = "22b540e"
-CASES = (("prose", 20), ("prose", 50), ("same", 10))
+CASES = (("prose", 20), ("prose", 50), ("same", 10), ("args", 20))
 TARGET_HOST_ADD_S = 1.0
 TARGET_BUILD_S = 0.5
 TARGET_COMPRESS_S = 2.0
@@ -47,6 +49,8 @@ def _text(kind: str, mb: float) -> str:
     n = int(mb * 1024 * 1024)
     if kind == "same":
         return "a" * n
+    if kind == "args":
+        return json.dumps({"path": "big.txt", "content": _text("prose", mb)})
     words = ["lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit"]
     block = " ".join(f"{words[i % 8]}{i * 7919 % 1000}" for i in range(150_000))
     return (block * (n // len(block) + 1))[:n]
@@ -91,7 +95,14 @@ def _child(kind: str, mb: float) -> None:
             out[name + "_s"] = time.perf_counter() - started
             return value
 
-        step("add_user", lambda: session.add_user(text))
+        if kind == "args":
+            session.add_user("write the file")
+            call = {"id": "call_big", "type": "function",
+                    "function": {"name": "write_file", "arguments": text}}
+            step("add_user", lambda: session.add_assistant(None, [call]))
+            session.add_tool_result("call_big", "wrote it")
+        else:
+            step("add_user", lambda: session.add_user(text))
         out["store_s"] = sum(in_store)
         host.store.append_messages = append  # type: ignore[method-assign]
         session.add_assistant("read it")
@@ -106,7 +117,9 @@ def _child(kind: str, mb: float) -> None:
         out["peak_rss_mb"] = rss()
         rows = [r.message for sid in host.store.lineage(session.id)
                 for r in host.store.all_messages(sid)]
-        out["stored_whole"] = [m.get("content") for m in rows].count(text)
+        out["stored_whole"] = [m.get("content") for m in rows].count(text) + [
+            c["function"]["arguments"] for m in rows for c in m.get("tool_calls") or []
+        ].count(text)
     print(json.dumps(out))
 
 
@@ -165,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         f"the commit before issue 31's fix ({BASE_COMMIT}), same run. Seconds; peak memory "
         "is the growth of the process's peak RSS from just before the message was added "
         "(in brackets: the peak itself). In brackets after `add_user`: the part of it spent "
-        "in the store's `append_messages` (SQLite writing and indexing the row).\n",
+        "in the store's `append_messages` (SQLite writing and indexing the row); for the "
+        "tool-call arguments, `add_user` is the `add_assistant` that carries the call.\n",
         "| message | tree | add_user (in the store) | build_request | compress | end_turn "
         "| compression | peak memory | stored whole |",
         "|---|---|---:|---:|---:|---:|---|---:|---:|",
@@ -174,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         base, source = _base_tree(Path(tmp), argv)
         results: dict[tuple[str, float, str], dict[str, object]] = {}
         for kind, mb in cases:
-            label = f"{mb:g} MB " + ("of text" if kind == "prose" else "of one character")
+            label = f"{mb:g} MB " + {"prose": "of text", "same": "of one character",
+                                     "args": "of tool-call arguments"}[kind]
             trees = [("this tree", here)] + ([(BASE_COMMIT, base)] if base is not None else [])
             for name, tree in trees:
                 result = _run(tree, "--child", kind, str(mb))

@@ -12,6 +12,7 @@ real compressor with the offline summariser.  Time and memory figures are in
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from host_helpers import TailEngine, make_config, make_host
 from hermes_host import hookimpl, tokens
 from hermes_host.config import HermesConfig
 from hermes_host.host import ContextHost
-from hermes_host.messages import check_invariants, text_of
+from hermes_host.messages import check_invariants, text_of, validate_messages
 from hermes_host.models import Message
 from hermes_host.session import intake
 from hermes_host.session.intake import CLIPPED_KEY
@@ -263,3 +264,160 @@ def test_the_estimate_of_a_long_text_errs_high_and_stays_close() -> None:
     assert count_text(text[:EXACT_COUNT_CHARS]) == len(
         encoder.encode_ordinary(text[:EXACT_COUNT_CHARS])
     )
+
+
+# -- tool-call arguments ---------------------------------------------------------------------
+
+
+def _write_call(call_id: str, content: str, path: str = "big.txt") -> dict[str, Any]:
+    arguments = json.dumps({"path": path, "mode": 420, "content": content})
+    return {"id": call_id, "type": "function",
+            "function": {"name": "write_file", "arguments": arguments}}
+
+
+def test_a_huge_tool_call_is_held_clipped_and_the_session_still_compresses(
+    tmp_path: Path,
+) -> None:
+    """20 MB of ``write_file`` arguments through ``ContextHost``/``Session`` with the default
+    model window and the offline summariser.  The old code kept the arguments whole in the
+    window: every forced compression was ``rejected``/``invalid`` ("result too large:
+    20985528 bytes > cap of 16777216 bytes"), forever.  Now the window holds the call with
+    its arguments still JSON — path and mode whole, the content a head-and-tail excerpt —
+    under the same id, paired with its result; the store and ``raw_window`` keep the original."""
+    content = _prose(20 * 1024 * 1024, "ARGS")
+    call = _write_call("call_big", content)
+    arguments = call["function"]["arguments"]
+    config = HermesConfig.model_validate(
+        {"memory": {"providers": []}, "summarizer": {"provider": "offline"}}
+    )
+    model = config.model
+    limit = intake.text_limit(model.context_length, model.max_output_tokens,
+                              config.fence.max_result_bytes)
+    with ContextHost.from_config(config, store=tmp_path / "state.db") as host:
+        session = host.open_session("huge-call", "You are a helper.")
+        _turns(session, 6, "before")
+        session.add_user("write the log to big.txt")
+        session.add_assistant(None, [call])
+        session.add_tool_result("call_big", "wrote 20 MB to big.txt")
+        session.add_assistant("Written.")
+        _turns(session, 25, "after")
+
+        window = session.window()
+        validate_messages(window)
+        assert check_invariants(window) == []
+        (held,) = [m for m in window if CLIPPED_KEY in m]
+        assert held[CLIPPED_KEY] == len(arguments)
+        (clipped_call,) = held["tool_calls"]
+        assert clipped_call["id"] == "call_big"
+        assert clipped_call["function"]["name"] == "write_file"
+        kept = clipped_call["function"]["arguments"]
+        assert len(kept) < limit + 300
+        decoded = json.loads(kept)  # still JSON: a reader sees what was called, with what
+        assert decoded["path"] == "big.txt" and decoded["mode"] == 420
+        assert decoded["content"].startswith("BEGIN-ARGS")
+        assert decoded["content"].endswith("END-ARGS")
+        assert INTAKE_NOTE in decoded["content"] and "tool call call_big" in decoded["content"]
+        at = window.index(held)
+        assert window[at + 1]["role"] == "tool" and window[at + 1]["tool_call_id"] == "call_big"
+        (raw,) = [m for m in session.raw_window if m.get("tool_calls")]
+        assert raw["tool_calls"][0]["function"]["arguments"] is arguments
+
+        request = session.build_request()
+        assert not any(CLIPPED_KEY in m for m in request)
+        assert len(json.dumps(request)) < limit + 50_000
+
+        for round_ in range(3):  # the old code: rejected/invalid on every attempt
+            report = session.compress(force=True)
+            assert report.status == "committed", report
+            assert check_invariants(session.window()) == []
+            if not any(CLIPPED_KEY in m for m in session.window()):
+                break
+            _turns(session, 2, f"round {round_}")
+        assert not any(CLIPPED_KEY in m for m in session.window()), "never summarised"
+        assert session.window_tokens < 50_000
+
+        rows = _rows(host, session.id)
+        stored = [c["function"]["arguments"] for m in rows for c in m.get("tool_calls") or []
+                  if c["id"] == "call_big"]
+        assert stored == [arguments]  # once, whole, never the excerpt
+        results = [m for m in rows if m.get("tool_call_id") == "call_big"]
+        assert len(results) == 1
+
+
+def test_a_kept_clipped_tool_call_is_published_as_its_stored_row(tmp_path: Path) -> None:
+    """A compression that keeps the clipped call (the tail engine keeps the last turns)
+    publishes its stored row — same row id, the original arguments — and its result stays
+    paired with it; a resumed session holds it clipped again."""
+    call = _write_call("c_keep", _prose(300_000, "KEEP"))
+    arguments = call["function"]["arguments"]
+    with make_host(tmp_path, TailEngine(keep=2, threshold=10**9)) as host:
+        session = host.open_session("keep-call", "sys")
+        _turns(session, 3, "early")
+        session.add_user("write it")
+        session.add_assistant(None, [call])
+        session.add_tool_result("c_keep", "ok")
+        session.add_assistant("done")
+        before = {r.id: r.message for r in host.store.all_messages(session.id)}
+        (row_id,) = [i for i, m in before.items() if m.get("tool_calls")]
+        held = [m for m in session.window() if CLIPPED_KEY in m]
+        assert len(held) == 1 and held[0]["tool_calls"][0]["id"] == "c_keep"
+        assert len(held[0]["tool_calls"][0]["function"]["arguments"]) < len(arguments)
+
+        report = session.compress(force=True)
+        assert report.status == "committed", report
+        rows = {r.id: r for r in host.store.all_messages(session.id)}
+        assert rows[row_id].active
+        assert rows[row_id].message["tool_calls"][0]["function"]["arguments"] == arguments
+        assert not any(INTAKE_NOTE in json.dumps(r.message) for r in rows.values())
+        window = session.window()
+        assert check_invariants(window) == []
+        assert any(m.get("tool_call_id") == "c_keep" for m in window)
+
+        resumed = host.resume(session.id)
+        assert [CLIPPED_KEY in m for m in resumed.window()].count(True) == 1
+
+
+def test_clip_arguments_keeps_json_and_falls_back_to_a_raw_excerpt() -> None:
+    where = "the arguments of tool call c1"
+    small = json.dumps({"path": "a.txt", "content": "short"})
+    assert intake.clip_arguments(small, 10_000, where) is small
+    # the bulk in strings: JSON kept, only the long string cut, keys and numbers whole
+    parts = json.dumps({"files": [{"p": f"f{i}", "c": "y" * (i * 1000)} for i in range(20)],
+                        "n": [1, 2, 3]})
+    out = intake.clip_arguments(parts, 50_000, where)
+    assert len(out) <= 50_000 + 300
+    decoded = json.loads(out)
+    assert [f["p"] for f in decoded["files"]] == [f"f{i}" for i in range(20)]
+    assert decoded["n"] == [1, 2, 3] and decoded["files"][1]["c"] == "y" * 1000
+    # escapes count: a newline takes two characters of JSON
+    escaped = json.dumps({"c": "ab\n" * 100 + "x" * 1_000_000 + "\n" * 100_000})
+    out = intake.clip_arguments(escaped, 20_000, where)
+    assert len(out) <= 20_000 + 300 and json.loads(out)["c"].startswith("ab\nab\n")
+    # not JSON, or the bulk not in strings: a raw head-and-tail excerpt
+    for raw in ("{" + "x" * 1_000_000 + "TAIL", json.dumps(list(range(300_000))),
+                "[" * 100_000 + "]" * 100_000):
+        out = intake.clip_arguments(raw, 20_000, where)
+        assert len(out) <= 20_000 + 300 and INTAKE_NOTE in out and where in out
+        assert out[:100] == raw[:100] and out[-100:] == raw[-100:]
+
+
+def test_the_calls_of_one_message_share_the_limit_and_keep_their_ids() -> None:
+    calls = [_write_call(f"c{i}", "z" * size) for i, size in enumerate((3000, 300, 30_000))]
+    message = {"role": "assistant", "content": "writing", "tool_calls": calls}
+    frozen = json.loads(json.dumps(message))
+    out = intake.clip(message, 10_000)
+    assert message == frozen  # never changed in place
+    assert out is not None and out["content"] == "writing"
+    total = sum(len(c["function"]["arguments"]) for c in calls)
+    assert out[CLIPPED_KEY] == total
+    assert [c["id"] for c in out["tool_calls"]] == ["c0", "c1", "c2"]
+    kept = [c["function"]["arguments"] for c in out["tool_calls"]]
+    assert kept[0] == calls[0]["function"]["arguments"]  # under its share: whole
+    assert kept[1] == calls[1]["function"]["arguments"]
+    assert len(kept[2]) < 10_000 // 3 + 300 and json.loads(kept[2])["path"] == "big.txt"
+    validate_messages([out])
+    # text and arguments both over: both clipped, the marker counts both
+    both = {**message, "content": "t" * 20_000}
+    out = intake.clip(both, 10_000)
+    assert out is not None and out[CLIPPED_KEY] == 20_000 + total
+    assert len(out["content"]) < 10_000 + 300

@@ -11,15 +11,24 @@ the request bound (:mod:`hermes_host.session.bound`) would cut it to fit anyway 
 marked with :data:`CLIPPED_KEY`.  The raw window and the store keep the original: a
 compression that keeps the clipped message publishes the original row (:func:`restore`), so
 nothing is ever lost or rewritten, and ``sessions show``/``export`` print it whole.
+
+A tool call's ``arguments`` are bounded the same way (the calls of one message share the
+limit): a 20 MB ``write_file`` call made every compression result larger than the cap too.
+The excerpt stays JSON when it can — the long string values inside the arguments are cut,
+keys, numbers and the call's name stay, so a summariser still reads *what* was called with
+*which* path — and is a head-and-tail excerpt of the raw string otherwise (arguments that
+are not JSON, or whose bulk is not in strings).  The call's ``id`` never changes: the
+tool-call/result pairing holds.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 from hermes_host.models import Message
-from hermes_host.session.bound import excerpt, request_budget
+from hermes_host.session.bound import MIN_EXCERPT_CHARS, excerpt, request_budget
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -28,12 +37,14 @@ __all__ = [
     "MIN_WINDOW_TEXT_CHARS",
     "clip",
     "clip_all",
+    "clip_arguments",
     "restore",
     "text_limit",
 ]
 
 CLIPPED_KEY = "_clipped"
-"""Metadata of a clipped message in the window: the original's text length in characters
+"""Metadata of a clipped message in the window: the length in characters of what it holds
+clipped — the original's text, plus its tool calls' arguments when those are clipped too
 (a ``_`` key: the wire sanitiser strips it, R-7.5)."""
 CHARS_PER_TOKEN = 4
 """Characters per token of ordinary text (a generous figure: tiktoken averages 3-4.5 for
@@ -45,6 +56,9 @@ MAX_WINDOW_TEXT_CHARS = 1024 * 1024
 """Nor keeps one longer than this, however large the model's window: it bounds the host's
 time and memory per message, and keeps a window that holds several well under the result cap."""
 _SCOPE = "this session's window (longer than any request can hold)"
+MAX_JSON_ITEMS = 100_000
+"""Arguments with more JSON separators than this are excerpted as a raw string, not decoded:
+decoding millions of small values would cost more time and memory than the bound saves."""
 
 
 def text_limit(context_length: int, max_output_tokens: int, result_cap: int) -> int:
@@ -66,9 +80,133 @@ def _where(message: Message) -> str:
 
 def clip(message: Message, limit: int) -> Message | None:
     """``message`` with each text longer than its share of ``limit`` cut to a head-and-tail
-    excerpt (a string content, or the text parts of a list content, which share ``limit``),
-    marked with :data:`CLIPPED_KEY`; ``None`` when nothing needs clipping (the common case
-    costs a length check).  Never changes ``message``."""
+    excerpt (a string content, or the text parts of a list content, which share ``limit``)
+    and its tool calls' arguments bounded the same way (:func:`clip_arguments`; the calls
+    share another ``limit``), marked with :data:`CLIPPED_KEY`; ``None`` when nothing needs
+    clipping (the common case costs a length check).  Never changes ``message``."""
+    new = _clip_content(message, limit)
+    calls = _clip_calls(message, limit)
+    if calls is None:
+        return new
+    clipped, total = calls
+    if new is None:
+        new = dict(message)
+        new[CLIPPED_KEY] = 0
+    new["tool_calls"] = clipped
+    new[CLIPPED_KEY] += total
+    return new
+
+
+def _clip_calls(message: Message, limit: int) -> tuple[list[Any], int] | None:
+    """The tool calls of ``message`` with arguments over their share of ``limit`` clipped,
+    and the original arguments' total length; ``None`` when they fit."""
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list) or not calls:
+        return None
+    at = [j for j, call in enumerate(calls)
+          if isinstance(call, dict) and isinstance(call.get("function"), dict)
+          and isinstance(call["function"].get("arguments"), str)]
+    total = sum(len(calls[j]["function"]["arguments"]) for j in at)
+    if total <= limit:
+        return None
+    share = limit // len(at)
+    out: list[Any] = list(calls)
+    for j in at:
+        fn = calls[j]["function"]
+        if len(fn["arguments"]) > share:
+            where = f"the arguments of tool call {calls[j].get('id')}"
+            out[j] = {**calls[j],
+                      "function": {**fn, "arguments": clip_arguments(fn["arguments"], share,
+                                                                     where)}}
+    return out, total
+
+
+def clip_arguments(arguments: str, keep: int, where: str) -> str:
+    """Tool-call ``arguments`` cut to about ``keep`` characters.  JSON arguments stay JSON:
+    string values (never keys) longer than a common cap are cut to head-and-tail excerpts,
+    the cap chosen so the re-encoded arguments fit ``keep``.  Arguments that are not JSON,
+    hold more than :data:`MAX_JSON_ITEMS` values, or still do not fit (their bulk is not in
+    strings) get a head-and-tail excerpt of the raw string (no longer JSON)."""
+    if len(arguments) <= keep:
+        return arguments
+    # the room an excerpt's note takes (JSON-escaped), kept out of each cut string's share
+    note = len(json.dumps(excerpt("x" * len(arguments), MIN_EXCERPT_CHARS, where, _SCOPE)))
+    note -= MIN_EXCERPT_CHARS
+    if arguments.count(",") + arguments.count(":") <= MAX_JSON_ITEMS:
+        try:
+            decoded = json.loads(arguments)
+            room = keep
+            for _ in range(3):  # an excerpt's head and tail may escape more than its average
+                shorter = _clip_strings(decoded, room, note, where)
+                if shorter is None:
+                    break
+                text = json.dumps(shorter, ensure_ascii=False)
+                if len(text) <= keep + note:
+                    return text
+                room = room * keep // len(text)
+        except (ValueError, RecursionError):
+            pass
+    return excerpt(arguments, keep, where, _SCOPE)
+
+
+def _clip_strings(value: Any, keep: int, note: int, where: str) -> Any:
+    """``value`` (decoded JSON) with its string values over a cap cut to excerpts, the cap
+    (in encoded characters: a newline is two) the largest whose total fits ``keep`` less the
+    rest of the encoding; ``None`` when no string carries the bulk (cutting them cannot make
+    it fit)."""
+    lengths: list[int] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            lengths.append(_encoded(item))
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    room = keep - (len(json.dumps(value, ensure_ascii=False)) - sum(lengths))
+    if not lengths or room <= 0:
+        return None
+    cap = _cap(sorted(lengths), room, note)
+    if cap is None:
+        return None
+
+    def cut(item: Any) -> Any:
+        if isinstance(item, str):
+            size = _encoded(item)
+            if size <= cap:
+                return item
+            return excerpt(item, max(MIN_EXCERPT_CHARS, cap * len(item) // size), where,
+                           _SCOPE)
+        if isinstance(item, dict):
+            return {k: cut(v) for k, v in item.items()}
+        if isinstance(item, list):
+            return [cut(v) for v in item]
+        return item
+
+    return cut(value)
+
+
+def _encoded(text: str) -> int:
+    """Characters ``text`` takes in JSON (without its quotes)."""
+    return len(json.dumps(text, ensure_ascii=False)) - 2
+
+
+def _cap(lengths: list[int], room: int, note: int) -> int | None:
+    """The largest cap ``c`` (at least ``MIN_EXCERPT_CHARS``) such that the strings of
+    ``lengths`` (ascending), each longer one cut to ``c`` plus a ``note``, fit ``room``."""
+    used = 0
+    for i, length in enumerate(lengths):
+        left = len(lengths) - i
+        cap = (room - used) // left - note
+        if length <= cap:
+            used += length
+            continue
+        return cap if cap >= MIN_EXCERPT_CHARS else None
+    return None  # everything fits whole: the bulk is not in strings
+
+
+def _clip_content(message: Message, limit: int) -> Message | None:
     content = message.get("content")
     if isinstance(content, str):
         if len(content) <= limit:
