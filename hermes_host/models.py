@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import (
@@ -36,12 +37,22 @@ _SHARED_MESSAGE_TYPES: set[type] = set()
 itself): a message list keeps such messages as the very objects instead of copying them."""
 
 
+_SHARED_LISTS: list[Callable[[list[Any]], list[Any] | None]] = []
+"""Lookups of message lists the fence handed out (it registers one): given a list, the
+fence's own messages when the list still holds exactly them, else None."""
+
+
 def _keep_shared(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
     """Validate a message list, keeping the read-only messages the fence shares as they are:
     an engine that answers ``SelectResult(messages=request.messages)`` hands back the same
-    objects, so the fence checks its result by identity, in O(change) (issue 15)."""
+    objects, so the fence checks its result by identity, in O(change) (issue 15).  The very
+    list the fence handed out is recognised by one C-level compare (issue 32)."""
     if type(value) is not list or not _SHARED_MESSAGE_TYPES:
         return handler(value)
+    for lookup in _SHARED_LISTS:
+        shared = lookup(value)
+        if shared is not None:
+            return shared
     if set(map(type, value)) <= _SHARED_MESSAGE_TYPES:
         return list(value)
     out = handler(value)  # every other message validated (and copied) as usual

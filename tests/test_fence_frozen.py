@@ -266,3 +266,48 @@ def test_issue15_a_read_only_engine_hands_back_the_very_objects_and_they_are_ado
     assert fenced.provenance is Provenance.OK and seen["same"]
     assert fenced.value is not None
     assert fenced.value.messages == request.messages
+
+
+# --- issue 32: what an unchanged window costs is one compare, not a pass -------------------
+
+
+def test_issue32_a_handed_out_list_comes_back_as_the_fences_own_messages() -> None:
+    """An engine that answers with the very list it was handed is recognised by identity;
+    a list it changed is validated like any other."""
+    from hermes_host.fence.frozen import FrozenDict, hand_out, window_of
+
+    win = window_of(_fresh(window()))
+    handed = hand_out(win)
+    assert handed is not win.ref  # the engine's own list
+    kept = SelectResult(messages=handed)
+    assert all(a is b for a, b in zip(kept.messages, win.ref, strict=True))
+    assert kept.messages is not handed and kept.messages is not win.ref
+
+    grown = hand_out(win)
+    grown.append({"role": "user", "content": "added by the engine"})
+    result = SelectResult(messages=grown)
+    assert len(result.messages) == len(win.ref) + 1
+    assert type(result.messages[-1]) is dict and result.messages[-1] is not grown[-1]
+
+    swapped = hand_out(win)
+    swapped[1] = {"role": "user", 3: "bad key"}  # not the fence's message any more
+    with pytest.raises(ValueError, match=r"messages\.1"):
+        SelectResult(messages=swapped)
+    assert all(type(m) is FrozenDict for m in win.ref)
+
+
+def test_issue32_a_callers_own_list_is_known_again_until_it_changes() -> None:
+    """The same list passed again, unchanged, gives the same window (one compare); appended
+    to in place, a new window that holds the new message."""
+    from hermes_host.fence.frozen import window_of
+
+    messages = _fresh(window())
+    first = window_of(messages)
+    assert window_of(messages) is first
+    messages.append({"role": "user", "content": "one more"})
+    second = window_of(messages)
+    assert second is not first and second.ref == messages
+    assert window_of(messages) is second
+    messages[-1] = {"role": "user", "content": "edited in place"}
+    third = window_of(messages)
+    assert third is not second and third.ref[-1] == {"role": "user", "content": "edited in place"}

@@ -161,6 +161,8 @@ def _splice(
     size += window.kept_size(cut)
     if size > cap:
         raise ResultTooLarge(size, cap)
+    if not cut.middle:  # the window's own messages, kept or cut: nothing new to check
+        return _Spliced(fields, window, cut, [])
     try:
         middle, _ = plain(cut.middle, cap=cap - size, deadline=deadline, timer=timer)
     except NotPlainData as exc:

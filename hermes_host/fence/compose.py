@@ -74,6 +74,8 @@ class Composition:
         last: SelectResult | None = None
         stamps: list[Fenced[Any]] = []
         for plugin in plugins:
+            if last is not None and current.messages is not last.messages:
+                current = current.model_copy(update={"messages": last.messages})
             link = current
             if states is not None:
                 link = current.model_copy(update={"state": dict(states.get(plugin) or {})})
@@ -81,7 +83,6 @@ class Composition:
             stamps.append(fenced)
             if fenced.adopted and isinstance(fenced.value, SelectResult):
                 last = fenced.value
-                current = current.model_copy(update={"messages": fenced.value.messages})
         return last, stamps
 
     def broadcast(

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from hermes_host.messages import IMMUTABLE_TYPES, Violation, check_invariants, is_summary
-from hermes_host.models import _SHARED_MESSAGE_TYPES
+from hermes_host.models import _SHARED_LISTS, _SHARED_MESSAGE_TYPES
 
 __all__ = ["FrozenDict", "FrozenList", "Splice", "Unfreezable", "Window", "common_prefix",
            "common_suffix", "freeze", "thaw", "window_of"]
@@ -290,6 +290,8 @@ class Window:
         the change when ``ref`` itself is valid (invariants are local to a tool group and
         its neighbours; the summary count is kept per message)."""
         ref, n, p, s = self.ref, len(self.ref), cut.prefix, cut.suffix
+        if p + s == n and not middle and self._violations == []:
+            return []  # unchanged, and known valid (a select_context that kept its window)
         # Check the result whole when nothing is known to hold, or when it is less than half
         # a window not checked yet: that costs less than learning whether the window holds
         # (issue 32: a compression keeps a tail of a long window).
@@ -383,6 +385,11 @@ def remember(window: Window) -> Window:
     return window
 
 
+_HANDED_SIZE = 8  # lists kept to be recognised: calls in flight at once, a few per turn
+_aliases: OrderedDict[int, tuple[list[Any], Window]] = OrderedDict()
+"""Callers' own lists :func:`window_of` has seen, by ``id`` (the list is kept, so the id is
+not reused while it is here): the window each held when last seen."""
+
 _REBASE_FROM = 3  # how many of the most recent windows a new list is compared against
 
 
@@ -397,8 +404,13 @@ def window_of(messages: list[Any]) -> Window:
         known = _cache.get(key)
         if known is not None:
             _cache.move_to_end(key)  # in use: not the next one evicted
+        alias = _aliases.get(key)
     if known is not None and known.items is messages and messages == known.ref:
         return known
+    if alias is not None and alias[0] is messages:
+        known = alias[1]  # a caller's own list seen before (a session's cached window)
+        if len(messages) == len(known.ref) and messages == known.ref:
+            return known
     with _cache_lock:
         recent = list(_cache.values())[-_REBASE_FROM:]
     candidates = [known] if known is not None else []  # e.g. this list, changed in place
@@ -410,7 +422,41 @@ def window_of(messages: list[Any]) -> Window:
             best = candidate
             if best.shared == len(best.ref):
                 break
-    return remember(best if best is not None else Window.build(messages))
+    window = remember(best if best is not None else Window.build(messages))
+    with _cache_lock:  # the next call with this very list, unchanged, is one compare
+        _aliases[key] = (messages, window)
+        _aliases.move_to_end(key)
+        while len(_aliases) > _HANDED_SIZE:
+            _aliases.popitem(last=False)
+    return window
 
 
+# --- the lists handed to read-only engines: recognised when they come back -----------------
 
+_handed: OrderedDict[int, tuple[list[Any], list[FrozenDict]]] = OrderedDict()
+
+
+def hand_out(window: Window) -> list[Any]:
+    """A list of ``window``'s frozen messages for a read-only engine (its own list: it may
+    change the list, never the messages).  An engine that answers with this very list, still
+    holding them, is recognised by :func:`_handed_back` in one C-level compare (issue 32)."""
+    out = list(window.ref)
+    with _cache_lock:
+        _handed[id(out)] = (out, window.ref)
+        while len(_handed) > _HANDED_SIZE:
+            _handed.popitem(last=False)
+    return out
+
+
+def _handed_back(value: list[Any]) -> list[Any] | None:
+    """The fence's own messages when ``value`` is a list :func:`hand_out` made and it still
+    holds exactly them (equal messages count: the fence's are returned), else None."""
+    with _cache_lock:
+        entry = _handed.get(id(value))
+    if entry is None or entry[0] is not value:
+        return None
+    ref = entry[1]
+    return list(ref) if len(value) == len(ref) and value == ref else None
+
+
+_SHARED_LISTS.append(_handed_back)

@@ -114,6 +114,15 @@ class HookRunner(Composition, Accounts):
         """The configured time limit of ``hook`` in seconds."""
         return self._timeouts.get(hook, FALLBACK_TIMEOUT)
 
+    def implements(self, plugin: str, hook: str) -> bool:
+        """Whether ``plugin`` is registered and has an implementation of ``hook`` (a caller
+        can skip building a request nobody will answer)."""
+        caller = getattr(self._pm.hook, hook, None)
+        target = self._pm.get_plugin(plugin)
+        if target is None or not isinstance(caller, pluggy.HookCaller):
+            return False
+        return any(impl.plugin is target for impl in caller.get_hookimpls())
+
     def fence_for(self, plugin: str) -> FenceSection:
         """The fence settings (isolation, result cap) that apply to ``plugin``."""
         return self._fence(plugin) if callable(self._fence) else self._fence

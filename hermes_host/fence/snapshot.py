@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from hermes_host.fence.frozen import Unfreezable, thaw, window_of
+from hermes_host.fence.frozen import Unfreezable, hand_out, thaw, window_of
 from hermes_host.messages import IMMUTABLE_TYPES, copy_data
 
 __all__ = ["NotPlainData", "PastDeadline", "ResultTooLarge", "plain", "snapshot"]
@@ -77,7 +77,7 @@ def _copy_model(model: BaseModel, *, share_handles: bool, share_messages: bool) 
                 # the result can be checked as a splice of them.  A read-only engine gets
                 # its own list of the same objects (issue 15); any other a plain copy.
                 model.__dict__[name] = window.items
-                fields[name] = list(window.ref) if share_messages else thaw(window.items)
+                fields[name] = hand_out(window) if share_messages else thaw(window.items)
                 continue
         if share_handles and not isinstance(value, _PLAIN_TYPES):
             continue  # a handle (e.g. SelectRequest.history): shared by reference

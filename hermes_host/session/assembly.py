@@ -47,7 +47,9 @@ def build_request(
     forms and token counts were made once, as they entered the window; an engine's or an
     injection's change costs in proportion to itself (found by C-level compares)."""
     session._sync()
-    base = session.window()
+    # The cached window itself, not a copy (read here, never changed): the fence knows this
+    # very list from the last call, so an unchanged window costs it one compare (issue 32).
+    base = session._built()
     session._check_cache(base)
     selected = session._select(base)
     if selected is not base and len(selected) == len(base) and selected == base:
@@ -153,7 +155,10 @@ def over_budget_cause(session: Session) -> tuple[str, str]:
 
 def select(session: Session, base: list[Message]) -> list[Message]:
     host = session.host
-    chain = host.chain("select_context")
+    # Engines without a select_context (the compressor) are not asked: no request is built
+    # and no state read for them.
+    chain = [name for name in host.chain("select_context")
+             if host.runner.implements(name, "select_context")]
     session.last_select = []
     if not chain:
         return base
