@@ -22,6 +22,8 @@ from hermes_host.transcripts import (
     read_text,
 )
 
+from ..inputs import expand_inputs
+from ..output import progress_bar
 from .markdown import conversation_markdown
 from .opening import _common, _dumps_line, _opened, fail, find, only_session_option
 
@@ -155,22 +157,35 @@ def _utf8_ok(text: str) -> bool:
     return True
 
 
-def _read_jsonl(path: Path) -> tuple[list[Message], list[int]]:
-    """Messages and the line number of each; exits 2 naming the line on bad input (the
-    wording every transcript reader shares)."""
-    try:
-        numbered = list(iter_jsonl_objects(read_text(path), partial(TranscriptError, path)))
-    except TranscriptError as exc:
-        fail(str(exc))
+def _load(path: Path) -> tuple[list[Message], str | None]:
+    """A transcript's messages, validated by the rules ``replay`` applies, and its system
+    prompt (the first message's text when it is a system message).  Raises
+    :class:`TranscriptError` naming the file and the line (the wording every transcript
+    reader shares)."""
+    numbered = list(iter_jsonl_objects(read_text(path), partial(TranscriptError, path)))
     if not numbered:
-        fail(f"{path}: no messages found (expected one JSON object per line)")
-    return [value for _, value in numbered], [number for number, _ in numbered]
+        raise TranscriptError(path, None,
+                              "no messages found (expected one JSON object per line)")
+    messages = [value for _, value in numbered]
+    check_transcript(messages, path, [number for number, _ in numbered])  # what replay accepts
+    first = messages[0]
+    system_prompt = first["content"] if (
+        first.get("role") == "system" and isinstance(first.get("content"), str)) else None
+    return messages, system_prompt
+
+
+def _index_pending(store: StateStore) -> None:
+    index_pending = getattr(store, "index_pending", None)
+    if callable(index_pending):
+        index_pending()  # a bulk write leaves substring indexing for later: do it now
 
 
 @click.command("import")
 @_common
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--title", default=None, help="Title of the new session (must be unused).")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path),
+                metavar="FILE...")
+@click.option("--title", default=None,
+              help="Title of the new session (must be unused; one FILE only).")
 @click.option("--source", default="import", show_default=True)
 @click.option("--model", default=None)
 @click.option("--cwd", default=None, help="Working directory to record for resume.")
@@ -178,7 +193,7 @@ def import_cmd(
     store_path: str | None,
     config_path: Path | None,
     as_json: bool,
-    file: Path,
+    files: tuple[Path, ...],
     title: str | None,
     source: str,
     model: str | None,
@@ -186,28 +201,81 @@ def import_cmd(
 ) -> None:
     """Store an OpenAI-format JSONL transcript as a new session, verbatim.  Each line is
     validated first, by the rules ``replay`` applies; an error names the line and nothing
-    is stored."""
+    is stored.
+
+    Several FILEs, or a directory (searched recursively for *.jsonl, e.g. the output of
+    ``hermes-host import FORMAT DIR -o OUT``), store one session per transcript: a file
+    that cannot be read is one error line and the others are still stored (exit code 2 at
+    the end); a progress bar on a terminal."""
     for option, value in (("--title", title), ("--source", source), ("--model", model),
                           ("--cwd", cwd)):
         if value is not None and not _utf8_ok(value):  # argv bytes that are not UTF-8
             fail(f"{option} is not valid UTF-8 text (it cannot be stored)")
-    messages, lines = _read_jsonl(file)
+    if len(files) == 1 and not files[0].is_dir():
+        _import_one(store_path, config_path, as_json, files[0], title, source, model, cwd)
+        return
+    if title is not None:
+        fail("--title names one session: give one FILE, or import without it")
+    _import_many(store_path, config_path, as_json, files, source, model, cwd)
+
+
+def _import_one(store_path: str | None, config_path: Path | None, as_json: bool, file: Path,
+                title: str | None, source: str, model: str | None, cwd: str | None) -> None:
     try:
-        check_transcript(messages, file, lines)  # what replay accepts, no more
+        messages, system_prompt = _load(file)
     except TranscriptError as exc:
         fail(str(exc))
-    first = messages[0]
-    system_prompt = first["content"] if (
-        first.get("role") == "system" and isinstance(first.get("content"), str)) else None
     with _opened(store_path, config_path, create=True) as store:
         session = store.create_session(title=title, source=source, model=model, cwd=cwd,
                                        system_prompt=system_prompt)
         ids = store.append_messages(session.id, messages)
-        index_pending = getattr(store, "index_pending", None)
-        if callable(index_pending):
-            index_pending()  # a bulk write leaves substring indexing for later: do it now
+        _index_pending(store)
     if as_json:
         click.echo(json.dumps({"session_id": session.id, "title": session.title,
                                "messages": len(ids), "store": store.location}))
     else:
         click.echo(f"Imported {len(ids)} messages from {file} into session {session.id}")
+
+
+def _import_many(store_path: str | None, config_path: Path | None, as_json: bool,
+                 args: tuple[Path, ...], source: str, model: str | None,
+                 cwd: str | None) -> None:
+    """One session per transcript; errors on stderr as they happen, the report after."""
+    paths, errors = expand_inputs(args, ("*.jsonl",))
+    entries: list[dict[str, Any]] = [{"file": str(arg), "error": error} for arg, error in errors]
+    with _opened(store_path, config_path, create=True) as store, progress_bar(
+        "import", as_json=as_json
+    ) as bar:
+        for _, error in errors:
+            bar.console.print(f"error: {error}", style="red", markup=False, highlight=False)
+        task = bar.add_task("", total=len(paths))
+        for path in paths:
+            bar.update(task, description=path.name)
+            try:
+                messages, system_prompt = _load(path)
+            except TranscriptError as exc:
+                entries.append({"file": str(path), "error": str(exc)})
+                bar.console.print(f"error: {exc}", style="red", markup=False, highlight=False)
+            else:
+                session = store.create_session(source=source, model=model, cwd=cwd,
+                                               system_prompt=system_prompt)
+                ids = store.append_messages(session.id, messages)
+                entries.append({"file": str(path), "session_id": session.id,
+                                "title": session.title, "messages": len(ids)})
+            bar.advance(task)
+        _index_pending(store)
+    stored = [e for e in entries if "error" not in e]
+    failed = len(entries) - len(stored)
+    if as_json:
+        click.echo(json.dumps({"store": store.location, "imported": len(stored),
+                               "failed": failed, "files": entries}, ensure_ascii=False))
+    else:
+        for entry in stored:
+            click.echo(f"Imported {entry['messages']} messages from {entry['file']} into "
+                       f"session {entry['session_id']}")
+        line = f"Imported {len(stored)} of {len(entries)} transcripts into {store.location}"
+        if failed:
+            line += f"; {failed} could not be read (the errors above)"
+        click.echo(line)
+    if failed:
+        raise SystemExit(2)
