@@ -30,7 +30,8 @@ BAD_LINE = "imp/proj2/bad.jsonl:2:"
 
 def _logs(tmp_path: Path) -> Path:
     """Claude Code's layout: one directory per project; two sessions share a file name, one
-    log has a line that is not JSON, and a hidden directory is not searched."""
+    log has a line that is not JSON, one is a sub-agent's, and a hidden directory is not
+    searched."""
     root = tmp_path / "imp"
     for project, names in (("proj1", ["s1"]), ("proj2", ["s1", "s2"]), (".git", ["x"])):
         (root / project).mkdir(parents=True)
@@ -38,6 +39,9 @@ def _logs(tmp_path: Path) -> Path:
             write_jsonl(root / project / f"{name}.jsonl", claude_code_records())
     (root / "proj2" / "bad.jsonl").write_text('{"type": "summary"}\nnot json\n',
                                               encoding="utf-8")
+    write_jsonl(root / "proj2" / "agent-7.jsonl", [  # a sub-agent's own log: no error
+        {**r, "isSidechain": True} for r in claude_code_records()
+        if r.get("type") in ("user", "assistant")])
     (root / "proj2" / "notes.txt").write_text("not a log\n", encoding="utf-8")
     return root
 
@@ -52,10 +56,13 @@ def test_import_a_directory_draws_a_bar_and_converts_every_good_log(tmp_path: Pa
     code, out, screen = run_on_terminal(["import", "claude-code", "imp", "-o", "out"], tmp_path)
     assert code == 2, screen  # one log failed: the others are written, then exit 2
     assert "import " in screen and BAR.search(screen), screen
-    assert "4/4" in screen, screen  # the bar ends at every log tried
+    assert "5/5" in screen, screen  # the bar ends at every log tried
     assert screen.count(BAD_LINE) == 1, screen  # the error, once, on stderr
+    assert "agent-7" not in screen  # a sub-agent's log is no error
     assert "ETA" not in out and BAD_LINE not in out and "\x1b" not in out
-    assert "Converted 3 of 4 logs into out; 1 could not be converted" in out
+    assert ("Converted 3 of 5 logs into out; 1 sub-agent log(s) not converted; 1 could not "
+            "be converted") in out
+    assert "Not converted: imp/proj2/agent-7.jsonl, a Claude Code sub-agent's own log" in out
     written = sorted(p.name for p in (tmp_path / "out").iterdir())
     assert written == ["s1-2.jsonl", "s1.jsonl", "s2.jsonl"]  # no .git/x, no notes.txt
     for name in written:  # each one a transcript replay accepts
@@ -69,12 +76,22 @@ def test_import_a_directory_draws_a_bar_and_converts_every_good_log(tmp_path: Pa
     assert code == 2
     report = json.loads(out)
     assert not BAR.search(screen) and screen.count(BAD_LINE) == 1, screen
-    assert (report["converted"], report["failed"]) == (3, 1)
+    assert (report["converted"], report["not_converted"], report["failed"]) == (3, 1, 1)
+    subagent = [f for f in report["files"] if "not_converted" in f]
+    assert [f["file"] for f in subagent] == ["imp/proj2/agent-7.jsonl"]
+    assert subagent[0]["skipped"]["sidechain"] > 0
     bad = [f for f in report["files"] if "error" in f]
     assert [f["file"] for f in bad] == ["imp/proj2/bad.jsonl"]
     assert bad[0]["error"].startswith(BAD_LINE)
     good = [f for f in report["files"] if "error" not in f]
-    assert all(f["messages"] > 0 and Path(tmp_path / f["output"]).is_file() for f in good)
+    assert all(f["messages"] > 0 and Path(tmp_path / f["output"]).is_file() for f in good
+               if "not_converted" not in f)
+
+    # named alone, a sub-agent's log is an error that says what it holds
+    code, out, screen = run_on_terminal(["import", "claude-code", "imp/proj2/agent-7.jsonl",
+                                         "-o", "agent.jsonl"], tmp_path)
+    assert code == 2 and not (tmp_path / "agent.jsonl").exists()
+    assert "no conversation found (no user or assistant messages; it holds sidechain ×" in screen
 
 
 def test_import_several_files_and_what_names_nothing(tmp_path: Path) -> None:

@@ -18,7 +18,13 @@ from typing import Any
 
 import click
 
-from hermes_host.importers import FORMATS, ImportResult, TranscriptImportError, import_file
+from hermes_host.importers import (
+    FORMATS,
+    ImportResult,
+    NoConversationError,
+    TranscriptImportError,
+    import_file,
+)
 
 from .config_cmd import fail
 from .inputs import expand_inputs, unique_name
@@ -32,6 +38,11 @@ PATTERNS: dict[str, tuple[str, ...]] = {
     "openhands": ("*.json", "*.jsonl"),
 }
 """The files a directory argument is searched for, per format."""
+
+SUBAGENT = ("a Claude Code sub-agent's own log: its records are sidechains of another "
+            "session's conversation")
+"""Why a log of several is not converted, and not an error: it holds no conversation of its
+own, only a sub-agent's (``isSidechain``), which ``claude-code`` skips in every log."""
 
 
 def _write(result: ImportResult, output: Path) -> dict[str, Any]:
@@ -72,7 +83,8 @@ def import_transcript(format: str, files: tuple[Path, ...], output: Path,
     Several FILEs, or a directory (searched recursively for *.jsonl; for openhands also
     *.json), convert each log into the directory -o names: a log that cannot be converted
     is one error line and the others are still written (exit code 2 at the end); a
-    progress bar on a terminal.
+    Claude Code sub-agent's own log (only sidechain records) is listed as not converted,
+    no error.  A progress bar on a terminal.
 
     Records that are not conversation (summaries, reasoning, UI events) are skipped and
     counted in the report.
@@ -133,6 +145,15 @@ def _import_many(format: str, args: tuple[Path, ...], directory: Path,
                         path, None, f"its transcript would overwrite the log {target}; "
                         "choose another output directory")
                 report = _write(import_file(format, path), target)
+            except NoConversationError as exc:
+                if not exc.skipped.get("sidechain"):
+                    error = str(exc)
+                else:  # a sub-agent's own log: its conversation is another session's
+                    taken.discard(target.name)
+                    entries.append({"file": str(path), "not_converted": SUBAGENT,
+                                    "skipped": exc.skipped})
+                    bar.advance(task)
+                    continue
             except TranscriptImportError as exc:
                 error = str(exc)
             except OSError as exc:
@@ -144,17 +165,22 @@ def _import_many(format: str, args: tuple[Path, ...], directory: Path,
             entries.append({"file": str(path), "error": error})
             bar.console.print(f"error: {error}", style="red", markup=False, highlight=False)
             bar.advance(task)
-    written = [e for e in entries if "error" not in e]
-    failed = len(entries) - len(written)
+    written = [e for e in entries if "output" in e]
+    subagents = [e for e in entries if "not_converted" in e]
+    failed = len(entries) - len(written) - len(subagents)
     if as_json:
         click.echo(json.dumps({"format": format, "output": str(directory),
-                               "converted": len(written), "failed": failed,
-                               "files": entries}, ensure_ascii=False))
+                               "converted": len(written), "not_converted": len(subagents),
+                               "failed": failed, "files": entries}, ensure_ascii=False))
     else:
         for entry in written:
             click.echo(_wrote_line(entry, Path(entry["file"])))
-        total = len(paths) + len(errors)
-        line = f"Converted {len(written)} of {total} logs into {directory}"
+        for entry in subagents:
+            click.echo(f"Not converted: {entry['file']}, {entry['not_converted']} "
+                       f"(sidechain ×{entry['skipped']['sidechain']})")
+        line = f"Converted {len(written)} of {len(entries)} logs into {directory}"
+        if subagents:
+            line += f"; {len(subagents)} sub-agent log(s) not converted"
         if failed:
             line += f"; {failed} could not be converted (the errors above)"
         click.echo(line)

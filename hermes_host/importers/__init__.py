@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from hermes_host.importers.base import ImportResult, TranscriptImportError
+from hermes_host.importers.base import ImportResult, NoConversationError, TranscriptImportError
 from hermes_host.importers.claude_code import import_claude_code
 from hermes_host.importers.codex import import_codex
 from hermes_host.importers.openhands import import_openhands
@@ -26,6 +26,7 @@ from hermes_host.importers.openhands import import_openhands
 __all__ = [
     "FORMATS",
     "ImportResult",
+    "NoConversationError",
     "TranscriptImportError",
     "import_claude_code",
     "import_codex",

@@ -12,9 +12,10 @@ format module only has to *recognise* records.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -32,6 +33,7 @@ from hermes_host.transcripts import (
 
 __all__ = [
     "ImportResult",
+    "NoConversationError",
     "Record",
     "TranscriptBuilder",
     "TranscriptImportError",
@@ -47,6 +49,19 @@ SURROGATES_REPLACED = "lone surrogate (replaced by U+FFFD)"
 
 class TranscriptImportError(TranscriptError):
     """A file cannot be imported; ``str()`` names the file, the line when known, and why."""
+
+
+class NoConversationError(TranscriptImportError):
+    """A log that holds no conversation (no user or assistant message converts);
+    :attr:`skipped` counts what it holds instead — ``sidechain`` records make it a Claude
+    Code sub-agent's own log, whose conversation belongs to another session."""
+
+    def __init__(self, path: str | os.PathLike[str], skipped: Mapping[str, int]) -> None:
+        self.skipped = dict(sorted(skipped.items()))
+        held = ", ".join(f"{kind} ×{n}" for kind, n in self.skipped.items())
+        super().__init__(
+            path, None, "no conversation found (no user or assistant messages"
+            + (f"; it holds {held}" if held else "") + "); is this the right --format?")
 
 
 @dataclass(frozen=True)
@@ -237,10 +252,7 @@ class TranscriptBuilder:
         """The message list (system prompt first), validated by the rules ``replay``
         applies; an error when nothing of the conversation was found."""
         if not any(m.get("role") in ("user", "assistant") for m in self.messages):
-            raise TranscriptImportError(
-                path, None, "no conversation found (no user or assistant messages); is this "
-                "the right --format?"
-            )
+            raise NoConversationError(path, self.skipped)
         out: list[Message] = []
         if self._system:
             out.append({"role": "system", "content": "\n\n".join(self._system)})
