@@ -291,3 +291,62 @@ def test_a_fitted_list_with_metadata_is_recorded_as_ids_not_copies(tmp_path: Pat
     assert len(entries) == 7 and all(isinstance(e, int) for e in entries[1:])
     rebuilt = rebuild_request(host.store, record)
     assert all(not any(k.startswith("_") for k in m) for m in rebuilt)
+
+
+def _classify_reference(before: list[Any], after: list[Any], outcome: str) -> dict[str, Any]:
+    """The receipt's parts as the rule says them, one message at a time (no shortcuts)."""
+    from hermes_host.messages import SUMMARY_METADATA_KEY
+    from hermes_host.session.receipts import _key
+    from hermes_host.tokens import count_message
+
+    after_keys = [_key(m) for m in after]
+    before_keys = [_key(m) for m in before]
+    results = {m.get("tool_call_id") for m in after if m.get("role") == "tool"}
+    summaries = [m for m, k in zip(after, after_keys, strict=True) if k not in before_keys
+                 and (m.get(SUMMARY_METADATA_KEY) or m.get("role") != "tool")]
+    gone = "summarised" if outcome in ("summarised", "fallback") and summaries else "dropped"
+    parts = {name: [0, 0] for name in ("kept", "pruned", "summarised", "dropped", "summary")}
+    for m, k in zip(before, before_keys, strict=True):
+        name = ("kept" if k in after_keys else
+                "pruned" if m.get("role") == "tool" and m.get("tool_call_id") in results
+                else gone)
+        parts[name][0] += 1
+        parts[name][1] += count_message(m)
+    for m in summaries:
+        parts["summary"][0] += 1
+        parts["summary"][1] += count_message(m)
+    return {name: (n, t) for name, (n, t) in parts.items()}
+
+
+_MESSAGE = st.one_of(
+    st.builds(lambda r, t: {"role": r, "content": t}, st.sampled_from(["user", "assistant"]),
+              st.sampled_from(["a", "b", "c", ""])),
+    st.builds(lambda i, t: {"role": "tool", "tool_call_id": f"c{i}", "content": t},
+              st.integers(0, 3), st.sampled_from(["out", "[pruned]"])),
+    st.builds(lambda i, j: {"role": "assistant", "content": None, "tool_calls": [
+        {"id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": str(j)}}]},
+        st.integers(0, 3), st.integers(0, 2)),
+    st.builds(lambda t: {"role": "user", "content": [{"type": "text", "text": t}]},
+              st.sampled_from(["a", "z"])),
+    st.just({"role": "user", "content": "[summary]", "_compressed_summary": True}),
+)
+
+
+@given(before=st.lists(_MESSAGE, max_size=12), extra=st.lists(_MESSAGE, max_size=4),
+       keep=st.lists(st.booleans(), max_size=12),
+       outcome=st.sampled_from(["summarised", "pruned", "fallback"]), known=st.booleans())
+def test_issue32_receipt_classification_agrees_with_the_rule(
+    before: list[Any], extra: list[Any], keep: list[bool], outcome: str, known: bool
+) -> None:
+    """classify's shortcuts (text and sketch filters, the gone part as one sum) give what
+    the rule gives message by message, with and without the counts known."""
+    import copy
+
+    from hermes_host.session.receipts import classify
+    from hermes_host.tokens import count_message
+
+    after = [copy.deepcopy(m) for m, k in zip(before, keep, strict=False) if k] + extra
+    counts = [count_message(m) for m in before] if known else None
+    got = classify(before, after, outcome, count_message, counts)
+    assert {name: (p.messages, p.tokens) for name, p in got.items()} == \
+        _classify_reference(before, after, outcome)

@@ -57,6 +57,11 @@ def _sketch(message: Message) -> tuple[Any, ...]:
     )
 
 
+def _text(message: Message) -> Any:
+    content = message.get("content")
+    return content if isinstance(content, str) else repr(content)
+
+
 def classify(
     before: Sequence[Message], after: Sequence[Message], outcome: str, count: Any,
     before_counts: Sequence[int] | None = None,
@@ -65,36 +70,44 @@ def classify(
     from ``before`` to ``after`` (system prompts excluded; ``count`` counts one message;
     ``before_counts``, when given, are the counts of ``before`` already known)."""
     after_keys = {_key(m) for m in after}
-    # A message of ``before`` can equal one of ``after`` only if its sketch (the key with a
-    # tool call list stood for by its first id) is one of theirs: the full key is made for
-    # those alone (a compression keeps a tail of a long window: issue 32, O(after) keys
-    # instead of O(before)).
+    # A message of ``before`` can equal one of ``after`` only if its text is one of theirs
+    # (a set lookup: a string's hash is kept) and then its sketch (the key with a tool call
+    # list stood for by its first id): the full key is made for those alone.  A compression
+    # keeps a tail of a long window: O(after) keys instead of O(before) (issue 32).
+    after_texts = {_text(m) for m in after}
     after_sketches = {_sketch(m) for m in after}
-    candidates = [(m, _key(m)) for m in before if _sketch(m) in after_sketches]
+    candidates = [(m, _key(m)) for m in before
+                  if _text(m) in after_texts and _sketch(m) in after_sketches]
     before_keys = {key for _, key in candidates}
     kept_ids = {id(m) for m, key in candidates if key in after_keys}
     after_results = {m.get("tool_call_id") for m in after if m.get("role") == "tool"}
     summaries = [m for m in after if _key(m) not in before_keys
                  and (m.get(SUMMARY_METADATA_KEY) or m.get("role") != "tool")]
-    parts = {name: [0, 0] for name in ("kept", "pruned", "summarised", "dropped", "summary")}
-
-    def add(name: str, message: Message, tokens: int | None = None) -> None:
-        parts[name][0] += 1
-        parts[name][1] += count(message) if tokens is None else tokens
-
     known = before_counts if before_counts is not None and len(before_counts) == len(before) \
         else None
+    parts = {name: [0, 0] for name in ("kept", "pruned", "summarised", "dropped", "summary")}
     gone = "summarised" if outcome in _SUMMARISING and summaries else "dropped"
+    # Every message of ``before`` is gone unless kept or pruned: those are found and moved,
+    # the rest counted in one sum when their counts are known.
+    parts[gone] = [len(before), sum(known) if known is not None else 0]
     for i, message in enumerate(before):
-        tokens = known[i] if known is not None else None
         if id(message) in kept_ids:
-            add("kept", message, tokens)
+            name = "kept"
         elif message.get("role") == "tool" and message.get("tool_call_id") in after_results:
-            add("pruned", message, tokens)
+            name = "pruned"
         else:
-            add(gone, message, tokens)
+            if known is None:
+                parts[gone][1] += count(message)
+            continue
+        tokens = known[i] if known is not None else count(message)
+        parts[name][0] += 1
+        parts[name][1] += tokens
+        parts[gone][0] -= 1
+        if known is not None:
+            parts[gone][1] -= tokens
     for message in summaries:
-        add("summary", message)
+        parts["summary"][0] += 1
+        parts["summary"][1] += count(message)
     return {name: ReceiptPart(messages=n, tokens=t) for name, (n, t) in parts.items()}
 
 
