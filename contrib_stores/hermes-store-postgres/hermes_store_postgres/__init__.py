@@ -11,9 +11,9 @@ The store is built in rooms like the SQLite one, each a subclass of the one befo
 and :class:`PostgresStore` here (search, recap, history reader), with :mod:`.indexing`
 (the search indexes' catch-up after bulk writes).  :mod:`.schema` holds the versioned
 migrations, :mod:`.settings` the URL options (``schema``, ``pool_min``, ``pool_max``,
-``pool_timeout``, ``lock_timeout``).  The rules every backend shares come from hermes-host
-(:class:`hermes_host.store.rooms.SharedRooms`, the base of ``._base``, and
-:mod:`hermes_host.store.rules`).
+``pool_timeout``, ``lock_timeout``, ``statement_timeout``).  The rules every backend shares
+come from hermes-host (:class:`hermes_host.store.rooms.SharedRooms`, the base of ``._base``,
+and :mod:`hermes_host.store.rules`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from hermes_host.store.query import BOOKEND_MESSAGES
 from hermes_host.store.reader import StoreHistoryReader
 from hermes_host.store.recap import format_recap
 from hermes_host.store.transfer import ORDER_KEYS
-from hermes_store_postgres._base import errors
+from hermes_store_postgres._base import errors, unbounded
 from hermes_store_postgres.indexing import CATCH_UP_BATCH, catch_up, pending_rows
 from hermes_store_postgres.manifests import ManifestRooms
 from hermes_store_postgres.schema import LATEST_VERSION, SEARCH_VECTOR
@@ -127,12 +127,9 @@ class PostgresStore(ManifestRooms):
             conn.execute("SELECT gin_clean_pending_list('messages_words'::regclass) + "
                          "gin_clean_pending_list('messages_substring'::regclass)")
             # VACUUM waits for an autovacuum of the table to finish: maintenance, not a
-            # turn, so no lock_timeout for it (RESET restores the connection's own).
-            conn.execute("SET lock_timeout = 0")
-            try:
+            # turn, so no lock or statement time limit for it (RESET restores them).
+            with unbounded(conn):
                 conn.execute("VACUUM (ANALYZE) messages")
-            finally:
-                conn.execute("RESET lock_timeout")
         return done
 
     @errors("reading the search index state")

@@ -9,8 +9,11 @@ server restart or ``pg_terminate_backend`` is replaced instead of failing the ne
 
 Failures are fast and named (issue 31 (4)): libpq's ``connect_timeout`` defaults to 3 s, a
 call waits at most ``pool_timeout`` (1 s) for the pool and not at all while the pool knows
-the server is unreachable (:class:`_Reach`); every connection has ``lock_timeout`` (10 s);
-:func:`translate` says which of these happened, and whether anything was written.
+the server is unreachable (:class:`_Reach`); every connection has ``lock_timeout`` (10 s)
+and ``statement_timeout`` (30 s), and waits for the server's answer to a statement at most
+that plus ``ANSWER_GRACE`` (:class:`_Bounded`: a server stopped or hung mid-statement cannot
+time its statement out itself); :func:`translate` says which of these happened, and whether
+anything was written.
 
 Time comes from the database (``clock_timestamp()``), never from the host: leases expire
 by one clock however many machines share the store.
@@ -39,9 +42,10 @@ from hermes_host.store.codec import MSG_COLS, WINDOW_ORDER
 from hermes_host.store.errors import translating
 from hermes_host.store.rooms import SharedRooms
 from hermes_store_postgres.schema import migrate
-from hermes_store_postgres.settings import StoreSettings, parse_url, server_setting
+from hermes_store_postgres.settings import ANSWER_GRACE, StoreSettings, parse_url, server_setting
 
-__all__ = ["MSG_COLS", "NOW", "WINDOW_ORDER", "Conn", "PostgresBase", "Unreachable", "errors"]
+__all__ = ["MSG_COLS", "NOW", "WINDOW_ORDER", "Conn", "NoAnswer", "PostgresBase", "Unreachable",
+           "errors", "unbounded"]
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 
@@ -57,6 +61,17 @@ class Unreachable(Exception):
     def __init__(self, cause: BaseException) -> None:
         super().__init__(str(cause))
         self.cause = cause
+
+
+class NoAnswer(psycopg.OperationalError):
+    """The server did not answer a statement within ``seconds`` (the connection is closed).
+    ``unsure``: the statement was a commit, or ran outside an explicit transaction — the
+    server may have carried it out before it stopped answering."""
+
+    def __init__(self, seconds: float, *, unsure: bool) -> None:
+        super().__init__(f"no answer from the server within {seconds:g} s")
+        self.seconds = seconds
+        self.unsure = unsure
 
 
 # -- what went wrong, said as what it is --------------------------------------------------
@@ -101,6 +116,17 @@ def _what(settings: StoreSettings, exc: BaseException) -> tuple[str, str, bool]:
                     "(host, port, firewall) and that store.url is right; each attempt gives "
                     f"up after connect_timeout={settings.connect_timeout}s.")
         return (f"cannot connect to the PostgreSQL server at {server} ({reason})", todo, False)
+    if isinstance(exc, NoAnswer):
+        statement = settings.statement_limit or 0.0
+        return (
+            f"the PostgreSQL server at {server} stopped answering during a statement (no "
+            f"answer within {exc.seconds:g} s: statement_timeout={statement:g}s + "
+            f"{ANSWER_GRACE:g} s), so the store closed the connection",
+            "The server is stopped, hung or overloaded, or the network drops packets: check "
+            "it; if statements legitimately run longer, raise statement_timeout in store.url "
+            "(?statement_timeout=SECONDS, 0 = none).",
+            False,
+        )
     if isinstance(exc, PoolTimeout):
         return (
             f"no pooled connection to {server} became free within "
@@ -121,12 +147,14 @@ def _what(settings: StoreSettings, exc: BaseException) -> tuple[str, str, bool]:
     if isinstance(exc, psycopg.errors.QueryCanceled):
         if "statement timeout" in str(exc):
             shown = _shown_setting(server_setting(settings.options, "statement_timeout"))
+            if shown is None and settings.statement_timeout:
+                shown = f"{settings.statement_timeout:g}s"
             limit = f"statement_timeout={shown}" if shown else (
                 "statement_timeout (set on the server, database or role)")
             return (
                 f"a statement ran past {limit}",
-                "Raise statement_timeout (options=-c%20statement_timeout%3D… in store.url, "
-                "or ALTER ROLE … SET statement_timeout) or find what slows the server.",
+                "Raise statement_timeout (?statement_timeout=SECONDS in store.url, 0 = none) "
+                "or find what slows the server.",
                 False,
             )
         return ("a statement was cancelled (pg_cancel_backend or a client's cancel request)",
@@ -154,6 +182,9 @@ def translate(settings: StoreSettings, exc: BaseException, action: str) -> Store
         outcome = "nothing was written or changed"
     elif isinstance(exc, Unreachable):
         outcome = "nothing of it was stored"
+    elif isinstance(exc, NoAnswer) and exc.unsure:
+        outcome = ("the server may have carried it out before it stopped answering: whether "
+                   "it was stored is unknown until the server answers again")
     else:
         outcome = "the transaction was rolled back, so nothing of it was stored"
     return StoreError(f"{settings.shown}: {what}{where}; {outcome}." + (
@@ -213,7 +244,36 @@ class _Reach:
                      self._settings.server, time.monotonic() - since)
 
 
-class _Pooled(psycopg.Connection[tuple[Any, ...]]):
+class _Bounded(psycopg.Connection[tuple[Any, ...]]):
+    """A connection that waits for the server's answer to one operation (a statement, a
+    commit, a COPY block) at most ``answer_within`` seconds (``None``: no limit).  libpq
+    would wait for ever on a server stopped (``SIGSTOP``) or hung mid-statement, or on a
+    network that drops packets — the server's ``statement_timeout`` cannot fire then, and
+    TCP keepalives and ``tcp_user_timeout`` see a healthy peer (its kernel still
+    acknowledges).  Past the limit the connection is closed and :class:`NoAnswer` raised."""
+
+    answer_within: float | None = None
+    closed_by_store = False
+    """Closed for want of an answer (the store reports it; the pool need not warn)."""
+
+    def wait(self, gen: Any, *args: Any, **kwargs: Any) -> Any:
+        limit = self.answer_within
+        if not limit or args[1:] or kwargs.get("timeout") is not None:
+            return super().wait(gen, *args, **kwargs)  # a caller's own timeout wins
+        kwargs["timeout"] = limit
+        # Did the server change nothing yet?  Only a statement inside an explicit
+        # transaction (not its commit): the transaction can no longer commit.
+        sure = (self.pgconn.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+                and getattr(gen, "__name__", "") not in ("_exit_gen", "_commit_gen"))
+        try:
+            return super().wait(gen, *args, **kwargs)
+        except psycopg.errors._WaitTimeout:
+            self.closed_by_store = True
+            self.pgconn.finish()
+            raise NoAnswer(limit, unsure=not sure) from None
+
+
+class _Pooled(_Bounded):
     returned_at: float = 0.0
     """``time.monotonic()`` when the pool last got the connection back."""
     reach: ClassVar[_Reach | None] = None
@@ -237,7 +297,9 @@ class _Quiet(logging.Filter):
     """Drops psycopg_pool's warning per failed (re)connection attempt of this package's
     pools — about one a second while a server is down, each with libpq's two-line text.
     The store says it once instead (the failing call's StoreError; :class:`_Reach`'s INFO
-    line)."""
+    line).  Also the pool's "discarding closed connection", and psycopg's "error ignored
+    terminating" a pipeline, for a connection the store closed because the server did not
+    answer (:class:`_Bounded`: the StoreError says so)."""
 
     _MESSAGES = ("error connecting in %r", "reconnection attempt in pool %r failed")
 
@@ -258,14 +320,40 @@ class _Quiet(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
+        if (isinstance(record.msg, str) and isinstance(args, tuple) and args
+                and record.msg.startswith(("discarding closed", "error ignored terminating"))
+                and getattr(getattr(args[0], "_conn", args[0]), "closed_by_store", False)):
+            return False  # a connection the store closed, a pipeline on it: reported
         return not (
             isinstance(record.msg, str) and record.msg.startswith(self._MESSAGES)
-            and isinstance(args, tuple) and bool(args) and args[0] in self.pools
+            and isinstance(args, tuple) and bool(args) and isinstance(args[0], str)
+            and args[0] in self.pools
         )
 
 
 _QUIET = _Quiet()
 logging.getLogger("psycopg.pool").addFilter(_QUIET)
+logging.getLogger("psycopg").addFilter(_QUIET)
+
+
+@contextmanager
+def unbounded(conn: Conn) -> Iterator[None]:
+    """Maintenance on ``conn`` (a migration waiting for another host's, ``VACUUM``) that may
+    take as long as it takes: no ``lock_timeout``, ``statement_timeout`` or answer limit
+    until the block ends (``RESET`` restores the connection's own)."""
+    conn.execute("SET lock_timeout = 0")
+    conn.execute("SET statement_timeout = 0")
+    within = getattr(conn, "answer_within", None)
+    conn.answer_within = None  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        conn.answer_within = within  # type: ignore[attr-defined]
+        try:
+            conn.execute("RESET lock_timeout")
+            conn.execute("RESET statement_timeout")
+        except psycopg.Error:
+            conn.close()  # never back in the pool without its limits
 
 
 def _stamp_return(conn: Conn) -> None:
@@ -332,8 +420,11 @@ class PostgresBase(SharedRooms[Conn]):
         params = conninfo_to_dict(self.settings.conninfo)
         # lock_timeout first, so the URL's own options (-c lock_timeout=…) override it;
         # search_path last: the store's tables are found through it.
+        # statement_timeout likewise (none when ?statement_timeout=0: the server's applies).
         params["options"] = " ".join(part for part in (
             f"-c lock_timeout={round(self.settings.lock_timeout * 1000)}",
+            f"-c statement_timeout={round(self.settings.statement_timeout * 1000)}"
+            if self.settings.statement_timeout else "",
             str(params.get("options") or ""),
             f"-c search_path={self.schema},public",
         ) if part)
@@ -341,7 +432,10 @@ class PostgresBase(SharedRooms[Conn]):
         params["connect_timeout"] = str(self.settings.connect_timeout)
         self._conninfo = make_conninfo("", **params)
         self._reach = _Reach(self.settings)
-        pooled = type("_Pooled", (_Pooled,), {"reach": self._reach})
+        within = self.settings.answer_within
+        self._direct_class: type[_Bounded] = type("_Direct", (_Bounded,),
+                                                  {"answer_within": within})
+        pooled = type("_Pooled", (_Pooled,), {"reach": self._reach, "answer_within": within})
         self._pool_name = f"hermes-{self.schema}"
         _QUIET.add(self._pool_name)
         self._pool: ConnectionPool[Conn] = ConnectionPool(
@@ -362,10 +456,9 @@ class PostgresBase(SharedRooms[Conn]):
         try:
             # One direct connection first: a refused login or an unreachable server fails
             # now with the server's own reason (a pool would only report a timeout).
-            with self._direct() as conn:
+            with self._direct() as conn, unbounded(conn):
                 # Hosts starting together wait for each other's migration (an advisory
-                # lock), however long it takes: no lock_timeout on this connection.
-                conn.execute("SET lock_timeout = 0")
+                # lock), however long it takes: no time limit on this connection.
                 migrate(conn, self.schema, self.location)
             # The server just answered: the pool fills in the background (a call that
             # comes before its first connection waits pool_timeout, then goes direct).
@@ -388,7 +481,7 @@ class PostgresBase(SharedRooms[Conn]):
         """A connection of its own, outside the pool (closed after use).  Failing to open it
         raises :class:`Unreachable` with libpq's reason."""
         try:
-            conn = psycopg.connect(self._conninfo, autocommit=True)
+            conn = self._direct_class.connect(self._conninfo, autocommit=True)
         except psycopg.Error as exc:
             self._reach.failed(exc, pool=False)
             raise Unreachable(exc) from exc

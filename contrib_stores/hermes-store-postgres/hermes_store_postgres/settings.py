@@ -11,6 +11,12 @@ query options, which are taken out before libpq sees the URL.
 * ``lock_timeout`` — seconds a statement may wait for a row or table lock another client
   holds (default 10; ``0`` = no limit).  Sent as ``-c lock_timeout=…`` *before* the URL's own
   ``options``, so ``options=-c%20lock_timeout%3D…`` overrides it too.
+* ``statement_timeout`` — seconds one statement may run (default 30; ``0`` = the store sets
+  none, and a value set on the server, database or role applies).  Sent as
+  ``-c statement_timeout=…`` before the URL's own ``options`` (which win).  The client also
+  gives the server this long plus :data:`ANSWER_GRACE` to answer a statement: a server that
+  stops answering mid-statement (stopped, hung, network dropping packets) cannot end the
+  statement itself, so the store closes the connection and says so.
 
 Every other option (``sslmode``, ``connect_timeout``, ``options``, ``application_name`` …) is
 libpq's and reaches libpq exactly as written in the URL: the query string is split on ``&``
@@ -30,13 +36,16 @@ from hermes_host.store import StoreError
 from hermes_host.store.registry import redact_url
 
 __all__ = [
+    "ANSWER_GRACE",
     "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_LOCK_TIMEOUT",
     "DEFAULT_POOL_TIMEOUT",
     "DEFAULT_SCHEMA",
+    "DEFAULT_STATEMENT_TIMEOUT",
     "StoreSettings",
     "parse_url",
     "server_setting",
+    "setting_seconds",
 ]
 
 DEFAULT_SCHEMA = "hermes"
@@ -46,8 +55,16 @@ DEFAULT_CONNECT_TIMEOUT = 3
 """libpq's ``connect_timeout`` unless the URL sets one (libpq's minimum is 2)."""
 DEFAULT_LOCK_TIMEOUT = 10.0
 """Seconds a statement waits for a lock another client holds (``lock_timeout``)."""
+DEFAULT_STATEMENT_TIMEOUT = 30.0
+"""Seconds one statement may run (``statement_timeout``)."""
+ANSWER_GRACE = 5.0
+"""Seconds the client waits for an answer beyond the statement timeout in effect: the
+server's own cancellation (an error the store reports as a statement timeout) comes first
+when the server runs; past this, the server is not answering at all."""
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-_OURS = ("schema", "pool_min", "pool_max", "pool_timeout", "lock_timeout")
+_OURS = ("schema", "pool_min", "pool_max", "pool_timeout", "lock_timeout",
+         "statement_timeout")
+_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 @dataclass(frozen=True)
@@ -61,6 +78,8 @@ class StoreSettings:
     pool_max: int = 10
     pool_timeout: float = DEFAULT_POOL_TIMEOUT
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    statement_timeout: float = DEFAULT_STATEMENT_TIMEOUT
+    """``?statement_timeout=`` (seconds; 0: the store sets none)."""
     connect_timeout: int = DEFAULT_CONNECT_TIMEOUT
     """libpq's ``connect_timeout`` in effect (the URL's, else the default)."""
     server: str = ""
@@ -69,6 +88,22 @@ class StoreSettings:
     """The URL's own libpq ``options`` (decoded), e.g. ``-c statement_timeout=500``."""
     password: str | None = None
     """Kept only to scrub it from driver error text."""
+
+    @property
+    def statement_limit(self) -> float | None:
+        """Seconds a statement may run as the server is told: the URL ``options``' own
+        ``statement_timeout`` if it sets one (``None`` when it cannot be read), else
+        ``?statement_timeout=``; ``0``: none the store knows of."""
+        own = server_setting(self.options, "statement_timeout")
+        return self.statement_timeout if own is None else setting_seconds(own)
+
+    @property
+    def answer_within(self) -> float | None:
+        """Seconds the client waits for the server's answer to one statement:
+        :attr:`statement_limit` + :data:`ANSWER_GRACE`; ``None`` (no limit) when the
+        store knows of no statement timeout."""
+        limit = self.statement_limit
+        return limit + ANSWER_GRACE if limit else None
 
 
 def _number(name: str, text: str, low: float) -> float:
@@ -96,6 +131,15 @@ def server_setting(options: str, name: str) -> str | None:
     """The last ``-c NAME=VALUE`` (or ``--NAME=VALUE``) in a libpq ``options`` string."""
     found = re.findall(rf"(?:-c\s*|--){re.escape(name)}=(\S+)", options)
     return found[-1] if found else None
+
+
+def setting_seconds(value: str) -> float | None:
+    """A PostgreSQL time setting (``500``, ``5s``, ``1min`` …; a bare number is milliseconds)
+    in seconds; ``None`` when it cannot be read."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*(us|ms|s|min|h|d)?\s*", value)
+    if not found:
+        return None
+    return float(found[1]) * _UNITS[found[2] or "ms"]
 
 
 def parse_url(url: str) -> StoreSettings:
@@ -129,6 +173,9 @@ def parse_url(url: str) -> StoreSettings:
                       0.1)
     lock_timeout = _number(
         "lock_timeout", ours.get("lock_timeout", f"{DEFAULT_LOCK_TIMEOUT:g}"), 0)
+    statement_timeout = _number(
+        "statement_timeout",
+        ours.get("statement_timeout", f"{DEFAULT_STATEMENT_TIMEOUT:g}"), 0)
     conninfo = urlunsplit(
         ("postgresql", parts.netloc, parts.path, "&".join(rest), parts.fragment)
     )
@@ -155,6 +202,7 @@ def parse_url(url: str) -> StoreSettings:
         pool_max=pool_max,
         pool_timeout=timeout,
         lock_timeout=lock_timeout,
+        statement_timeout=statement_timeout,
         connect_timeout=connect,
         server=_server(params),
         options=str(params.get("options") or ""),

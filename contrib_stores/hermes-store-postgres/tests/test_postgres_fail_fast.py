@@ -31,6 +31,7 @@ import pytest
 
 from hermes_host.store import StoreError
 from hermes_store_postgres import PostgresStore
+from hermes_store_postgres._base import NoAnswer, translate
 from hermes_store_postgres.settings import parse_url
 from hermes_store_postgres.testing import TestServer
 
@@ -263,6 +264,197 @@ def test_a_hung_server_fails_the_turn_in_seconds_not_never_issue_31(
             except StoreError:
                 assert time.monotonic() < deadline
                 time.sleep(0.5)
+
+
+def _stop(pids: list[int]) -> None:
+    try:
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+    except PermissionError:
+        _resume(pids)
+        pytest.skip("may not signal the server's processes")
+
+
+def _resume(pids: list[int]) -> None:
+    for pid in pids:
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+
+
+def test_a_server_stopped_mid_statement_fails_the_turn_within_its_bound_issue_31(
+    hermes_postgres: TestServer, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The server's processes stop (SIGSTOP) while a connection is checked out and fresh
+    (no checkout check): the turn's statement is sent and never answered.  The server's
+    statement_timeout cannot fire (it is stopped), nor can TCP keepalives or
+    tcp_user_timeout (the kernel still acknowledges): before, the turn waited until SIGCONT
+    (a probe: 20 s and counting, keepalives and tcp_user_timeout=3000 in the URL too).  Now
+    the client gives it statement_timeout + 5 s (here 1 + 5), closes the connection and the
+    turn fails with one line saying so; after SIGCONT the session goes on and every message
+    is stored once."""
+    if not hermes_postgres.managed or not Path("/proc/self/stat").exists():
+        pytest.skip("needs our own server and /proc")
+    from hermes_host.config import HermesConfig
+    from hermes_host.host import ContextHost
+
+    config = HermesConfig.model_validate(
+        {"summarizer": {"provider": "offline"}, "memory": {"providers": []}})
+    caplog.set_level(logging.WARNING)
+    url = hermes_postgres.fresh_url() + "&statement_timeout=1"
+    with ContextHost.from_config(config, store=url) as host:
+        session = host.open_session(system_prompt="You fix parsers.")
+        _turn(session, 0)
+        stopped = _server_processes(hermes_postgres)
+        _stop(stopped)  # within CHECK_IDLE of the last call: the next checkout is not checked
+        try:
+            started = time.monotonic()
+            with pytest.raises(StoreError) as caught:
+                _turn(session, 1)
+            took = time.monotonic() - started
+        finally:
+            _resume(stopped)
+        print(f"server stopped mid-statement: the turn failed after {took:.2f} s")
+        text = str(caught.value)
+        assert (f"the PostgreSQL server at 127.0.0.1:{hermes_postgres.port} stopped answering "
+                "during a statement (no answer within 6 s: statement_timeout=1s + 5 s)") \
+            in text, text
+        assert "?statement_timeout=SECONDS" in text and "\n" not in text
+        assert hermes_postgres.password not in text
+        assert 5.5 <= took < 10, took
+        assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")] == []
+        deadline = time.monotonic() + 30
+        while True:  # the server answers again: the same Session goes on
+            try:
+                _turn(session, 2)
+                break
+            except StoreError:
+                assert time.monotonic() < deadline
+                time.sleep(0.5)
+        contents = [r.message["content"] for r in host.store.lineage_messages(session.id)]
+    questions = [c for c in contents if c.startswith("question")]
+    assert questions in (
+        ["question 0 about the parser", "question 2 about the parser"],
+        # the stopped statement was the append of turn 1's question, which the server
+        # carried out once it ran again (the error said it might have been)
+        ["question 0 about the parser", "question 1 about the parser",
+         "question 2 about the parser"],
+    ), questions
+    assert len(set(contents)) == len(contents)  # nothing twice
+
+
+@pytest.mark.parametrize("size", [1, 64])
+def test_a_statement_stopped_mid_lock_wait_fails_in_bound_and_says_what_was_stored_issue_31(
+    hermes_postgres: TestServer, caplog: pytest.LogCaptureFixture, size: int,
+) -> None:
+    """Really in the middle of a statement: the append waits for a row lock another client
+    holds, and then its backend is stopped.  The call fails after statement_timeout + 5 s
+    saying the server stopped answering, and what that means for the write:
+
+    * 64 messages (an explicit transaction, statement by statement): no COMMIT was sent, so
+      "the transaction was rolled back" — after SIGCONT the server aborts it when it finds
+      the connection closed; nothing of it is stored;
+    * 1 message (a turn's append: BEGIN, UPDATE, INSERT and COMMIT sent together in pipeline
+      mode): the COMMIT is already in the server's hands, so "whether it was stored is
+      unknown" — after SIGCONT it is stored once or not at all.
+
+    Nothing earlier is lost, and the store works after SIGCONT."""
+    if not hermes_postgres.managed or not Path("/proc/self/stat").exists():
+        pytest.skip("needs our own server and /proc")
+    caplog.set_level(logging.WARNING)
+    url = hermes_postgres.fresh_url() + "&statement_timeout=2&lock_timeout=0"
+    batch = [{"role": "user", "content": f"stalled {i}"} for i in range(size)]
+    with PostgresStore(url) as store:
+        session = store.create_session()
+        store.append_messages(session.id, [{"role": "user", "content": "before"}])
+        blocker = _hold_session_row(hermes_postgres, store, session.id)
+        backend: list[int] = []
+        failure: list[BaseException] = []
+        took: list[float] = []
+
+        def append() -> None:
+            started = time.monotonic()
+            try:
+                store.append_messages(session.id, batch)
+            except BaseException as exc:  # handed to the test's thread
+                failure.append(exc)
+            took.append(time.monotonic() - started)
+
+        worker = threading.Thread(target=append, daemon=True)
+        try:
+            worker.start()
+            deadline = time.monotonic() + 10
+            while not backend:  # the append's backend, waiting for the lock
+                row = blocker.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                    "AND application_name = 'hermes-host'").fetchone()
+                if row:
+                    backend.append(int(row[0]))
+                assert time.monotonic() < deadline, "the append never waited for the lock"
+                time.sleep(0.05)
+            _stop(backend)
+            try:
+                worker.join(20)
+                assert not worker.is_alive(), "the append still waits"
+            finally:
+                _resume(backend)
+        finally:
+            blocker.rollback()
+            blocker.close()
+        assert len(failure) == 1 and isinstance(failure[0], StoreError), failure
+        text = str(failure[0])
+        assert "stopped answering during a statement (no answer within 7 s: " \
+            "statement_timeout=2s + 5 s)" in text, text
+        assert 6.5 <= took[0] < 12, took
+        assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")] == []
+        time.sleep(1.0)  # the resumed backend finishes, or finds its client gone and aborts
+        store.append_messages(session.id, [{"role": "user", "content": "after"}])
+        contents = [m["content"] for m in store.active_messages(session.id)]
+    stalled = [c for c in contents if c.startswith("stalled")]
+    if size > 1:
+        assert "while appending messages; the transaction was rolled back, so nothing of it " \
+            "was stored" in text, text
+        assert contents == ["before", "after"]
+    else:
+        assert "while appending messages; the server may have carried it out before it " \
+            "stopped answering: whether it was stored is unknown until the server answers " \
+            "again" in text, text
+        assert contents in (["before", "after"], ["before", "stalled 0", "after"]), contents
+        print(f"pipelined append stopped mid-statement: stored after SIGCONT: {bool(stalled)}")
+
+
+def test_statement_timeout_is_on_by_default_and_the_url_s_options_win_issue_31(
+    hermes_postgres: TestServer,
+) -> None:
+    """30 s by default (there was none); ``?statement_timeout=`` sets it, ``0`` sets none
+    (the server's own applies, and the client waits without limit); the URL's libpq
+    ``options`` win over both.  The client's answer limit follows the value in effect."""
+    cases = [("", "30s", 35.0), ("&statement_timeout=2.5", "2500ms", 7.5),
+             ("&statement_timeout=0", "0", None),
+             ("&statement_timeout=2&options=-c%20statement_timeout%3D1min", "1min", 65.0)]
+    for option, shown, within in cases:
+        with PostgresStore(hermes_postgres.fresh_url() + option) as store:
+            with store._read() as conn:
+                assert conn.execute("SHOW statement_timeout").fetchone() == (shown,), option
+                assert conn.answer_within == within, option  # type: ignore[attr-defined]
+            assert store.settings.answer_within == within
+    with pytest.raises(StoreError, match="statement_timeout"):
+        parse_url("postgresql://u:s3cret@h/db?statement_timeout=-1")
+
+
+def test_a_write_that_may_have_committed_says_so_issue_31() -> None:
+    """A commit (or an autocommit statement) that got no answer may have been carried out:
+    the error says it is unknown, not that nothing was stored."""
+    settings = parse_url("postgresql://u:s3cret@db:5432/app")
+    unsure = str(translate(settings, NoAnswer(35, unsure=True), "appending messages"))
+    sure = str(translate(settings, NoAnswer(35, unsure=False), "appending messages"))
+    read = str(translate(settings, NoAnswer(35, unsure=True), "reading the window"))
+    assert "whether it was stored is unknown until the server answers again" in unsure
+    assert "rolled back" not in unsure and "s3cret" not in unsure
+    assert "the transaction was rolled back, so nothing of it was stored" in sure
+    assert "nothing was written or changed" in read
+    for text in (unsure, sure, read):
+        assert "stopped answering during a statement (no answer within 35 s: " \
+            "statement_timeout=30s + 5 s)" in text
 
 
 def _hold_session_row(server: TestServer, store: PostgresStore,
