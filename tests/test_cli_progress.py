@@ -125,3 +125,22 @@ def test_no_bar_when_stderr_is_not_a_terminal(tmp_path: Path,
     assert result.exit_code == 0, result.output
     assert "ETA" not in result.stderr and not BAR.search(result.stderr)
     assert "🗜️  turn" in result.stderr, "the compression lines still go to stderr"
+
+
+def test_a_long_transcript_shows_it_is_being_read_before_the_bar(tmp_path: Path) -> None:
+    """issue 31: a transcript of many lines takes seconds to read and check before the
+    replay's bar can start; the terminal says so (``reading NAME (size)…``), the pipe and
+    ``--json`` never do.  Its last line is broken, so the run ends after reading it, with
+    the line named, once."""
+    big = tmp_path / "long.jsonl"
+    lines = [json.dumps({"role": "user" if i % 2 == 0 else "assistant",
+                         "content": f"message {i}"}) for i in range(200_000)]
+    big.write_text("\n".join([*lines, "not json"]) + "\n", encoding="utf-8")
+    for command in (["replay", str(big)], ["eval", str(big), "--engines", "compressor"]):
+        code, out, screen = _run(command, tmp_path)
+        assert code == 2, screen
+        assert "reading long.jsonl (" in screen and " MB)…" in screen, screen
+        assert screen.count("long.jsonl:200001") == 1, screen
+        assert "reading" not in out
+        code, out, screen = _run([*command, "--json"], tmp_path)
+        assert code == 2 and "reading" not in screen and "long.jsonl:200001" in screen

@@ -44,7 +44,7 @@ from hermes_host.tokens import count_messages
 from hermes_host.transcripts import Transcript, TranscriptError, load_transcript
 
 from .config_cmd import config_option, console, fail, load_config_or_fail
-from .output import progress_bar
+from .output import progress_bar, reading
 from .replay import with_context_length
 
 __all__ = ["AUTO_RULE", "TranscriptSize", "auto_context_length", "eval_cmd", "transcript_size"]
@@ -188,7 +188,8 @@ def eval_cmd(
         # Every file is read and validated before any replay starts: a typo in the fifth
         # file must not cost the first four replays.
         try:
-            sizes.append(transcript_size(load_transcript(path)))
+            with reading(path, as_json=as_json):
+                sizes.append(transcript_size(load_transcript(path)))
         except TranscriptError as exc:
             fail(f"error: {exc}")
     windows = [

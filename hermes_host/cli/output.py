@@ -14,6 +14,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -28,7 +31,8 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["PIPED_WIDTH", "TableConsole", "console", "keep_tokens_whole", "progress_bar"]
+__all__ = ["PIPED_WIDTH", "TableConsole", "console", "keep_tokens_whole", "progress_bar",
+           "reading"]
 
 PIPED_WIDTH = 1_000_000
 """A console's width when its stream is not a terminal: in effect, no limit."""
@@ -98,3 +102,20 @@ def progress_bar(label: str, *, as_json: bool = False) -> Progress:
         transient=True,
         disable=as_json or not err.is_terminal,
     )
+
+
+@contextlib.contextmanager
+def reading(path: Path, *, as_json: bool = False) -> Iterator[None]:
+    """A spinner on stderr — ``reading NAME (size)…`` — while one file is read and checked
+    before a bar can be drawn (a 1,000,000-line transcript takes seconds to read); only on a
+    terminal and never with ``--json``, like :func:`progress_bar`; gone when it is read."""
+    err = console(stderr=True, highlight=False)
+    if as_json or not err.is_terminal:
+        yield
+        return
+    try:
+        size = f" ({path.stat().st_size / 1e6:,.1f} MB)"
+    except OSError:
+        size = ""
+    with err.status(Text(f"reading {path.name}{size}…"), spinner="dots"):
+        yield

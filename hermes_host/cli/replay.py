@@ -30,7 +30,7 @@ from hermes_host.store import StoreError
 from hermes_host.transcripts import TranscriptError, load_transcript
 
 from .config_cmd import config_option, fail, load_config_or_fail
-from .output import console, progress_bar
+from .output import console, progress_bar, reading
 
 __all__ = ["replay", "with_context_length"]
 
@@ -150,7 +150,8 @@ def replay(
     2 bad transcript, config, engine or store.
     """
     try:
-        parsed = load_transcript(transcript)
+        with reading(transcript, as_json=as_json):
+            parsed = load_transcript(transcript)
     except TranscriptError as exc:
         fail(f"error: {exc}")
     config, _ = load_config_or_fail(config_path)
