@@ -6,12 +6,15 @@ Open it through hermes-host (``store.url: postgresql://…`` in ``config.yaml``,
 distribution map ``postgresql://`` and ``postgres://`` to :class:`PostgresStore`.
 
 The store is built in rooms like the SQLite one, each a subclass of the one before:
-:mod:`._base` (pool, transactions, clock, errors), :mod:`.sessions`, :mod:`.messages`,
+:mod:`._base` (transactions, clock), :mod:`.sessions`, :mod:`.messages`,
 :mod:`.publish` (leases, compression), :mod:`.manifests` (requests, compaction receipts)
 and :class:`PostgresStore` here (search, recap, history reader), with :mod:`.indexing`
-(the search indexes' catch-up after bulk writes).  :mod:`.schema` holds the versioned
-migrations, :mod:`.settings` the URL options (``schema``, ``pool_min``, ``pool_max``,
-``pool_timeout``, ``lock_timeout``, ``statement_timeout``).  The rules every backend shares
+(the search indexes' catch-up after bulk writes).  Beside the rooms: :mod:`.pool` (the
+connection pool, failing fast while the server is down), :mod:`.bounded` (how long the
+store waits for the server's answer), :mod:`.failures` (what a driver error means, said
+as a StoreError).  :mod:`.schema` holds the versioned migrations, :mod:`.settings` the
+URL options (``schema``, ``pool_min``, ``pool_max``, ``pool_timeout``, ``lock_timeout``,
+``statement_timeout``).  The rules every backend shares
 come from hermes-host (:class:`hermes_host.store.rooms.SharedRooms`, the base of ``._base``,
 and :mod:`hermes_host.store.rules`).
 """
@@ -29,7 +32,8 @@ from hermes_host.store.query import BOOKEND_MESSAGES
 from hermes_host.store.reader import StoreHistoryReader
 from hermes_host.store.recap import format_recap
 from hermes_host.store.transfer import ORDER_KEYS
-from hermes_store_postgres._base import errors, unbounded
+from hermes_store_postgres.bounded import unbounded
+from hermes_store_postgres.failures import errors
 from hermes_store_postgres.indexing import CATCH_UP_BATCH, catch_up, pending_rows
 from hermes_store_postgres.manifests import ManifestRooms
 from hermes_store_postgres.schema import LATEST_VERSION, SEARCH_VECTOR

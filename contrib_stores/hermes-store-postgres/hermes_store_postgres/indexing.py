@@ -14,7 +14,7 @@ Searches never depend on the catch-up being finished: they also scan the pending
 
 from __future__ import annotations
 
-from hermes_store_postgres._base import Conn
+from hermes_store_postgres.bounded import Conn
 from hermes_store_postgres.schema import SEARCH_VECTOR
 
 __all__ = ["CATCH_UP_BATCH", "any_pending", "catch_up", "pending_rows"]

@@ -12,7 +12,8 @@ from hermes_host.models import CompactionReceipt, Message
 from hermes_host.store.codec import STORED_COLUMNS, stored_from_row
 from hermes_host.store.manifests import RequestRecord
 from hermes_host.store.records import StoredMessage
-from hermes_store_postgres._base import WINDOW_ORDER, errors
+from hermes_store_postgres._base import WINDOW_ORDER
+from hermes_store_postgres.failures import errors
 from hermes_store_postgres.publish import PublishRooms
 
 __all__ = ["ManifestRooms"]

@@ -18,7 +18,9 @@ from hermes_host.models import Message
 from hermes_host.store import Guards, StaleSessionError, StoredMessage, WindowMarker
 from hermes_host.store.codec import ROW_COLUMNS, STORED_COLUMNS, decode_row, stored_from_row
 from hermes_host.store.rules import Prepared, encode_state, guard_values, prepare_messages
-from hermes_store_postgres._base import MSG_COLS, NOW, WINDOW_ORDER, Conn, errors
+from hermes_store_postgres._base import MSG_COLS, NOW, WINDOW_ORDER
+from hermes_store_postgres.bounded import Conn
+from hermes_store_postgres.failures import errors
 from hermes_store_postgres.schema import SEARCH_VECTOR
 from hermes_store_postgres.sessions import SessionRooms
 

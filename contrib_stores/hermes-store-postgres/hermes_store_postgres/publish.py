@@ -34,7 +34,9 @@ from hermes_host.store.rules import (
     split_snapshot,
     window_moves,
 )
-from hermes_store_postgres._base import MSG_COLS, NOW, WINDOW_ORDER, Conn, errors
+from hermes_store_postgres._base import MSG_COLS, NOW, WINDOW_ORDER
+from hermes_store_postgres.bounded import Conn
+from hermes_store_postgres.failures import errors
 from hermes_store_postgres.messages import MessageRooms
 
 __all__ = ["PublishRooms"]

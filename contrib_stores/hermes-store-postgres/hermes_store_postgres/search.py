@@ -39,7 +39,7 @@ from hermes_host.store.query import (
     short_needle,
     substring_needle,
 )
-from hermes_store_postgres._base import Conn
+from hermes_store_postgres.bounded import Conn
 from hermes_store_postgres.schema import SEARCH_VECTOR
 
 __all__ = [

@@ -19,7 +19,9 @@ from hermes_host.store.rooms import (
     title_conflict,
 )
 from hermes_host.store.rules import session_from_row
-from hermes_store_postgres._base import NOW, Conn, PostgresBase, errors
+from hermes_store_postgres._base import NOW, PostgresBase
+from hermes_store_postgres.bounded import Conn
+from hermes_store_postgres.failures import errors
 
 __all__ = ["SessionRooms"]
 

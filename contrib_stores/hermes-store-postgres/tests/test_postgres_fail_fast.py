@@ -31,7 +31,7 @@ import pytest
 
 from hermes_host.store import StoreError
 from hermes_store_postgres import PostgresStore
-from hermes_store_postgres._base import NoAnswer, translate
+from hermes_store_postgres.failures import NoAnswer, translate
 from hermes_store_postgres.settings import parse_url
 from hermes_store_postgres.testing import TestServer
 
