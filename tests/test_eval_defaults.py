@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from hermes_host.cli import cli
-from hermes_host.cli.eval import AUTO_RULE, auto_context_length, transcript_size
+from hermes_host.evaluation import AUTO_RULE, auto_context_length, transcript_size
 from hermes_host.transcripts import load_transcript
 from tests.host_helpers import TRANSCRIPTS
 

@@ -10,8 +10,9 @@ agent (a later assistant message's text or tool-call arguments).
 
 The window: ``--context-length N`` for every run, else ``model.context_length`` when the
 config file sets it, else (``auto``) one per transcript, derived from its size
-(:func:`auto_context_length`) — at the default 200,000-token window no recorded transcript
-compresses and every recall cell would be ``—``.  A run with no compression gets a hint.
+(:func:`hermes_host.evaluation.auto_context_length`) — at the default 200,000-token window
+no recorded transcript compresses and every recall cell would be ``—``.  A run with no
+compression gets a hint (:func:`hermes_host.evaluation.recall_hints`).
 Progress goes to stderr (a bar on a terminal); the table, or with ``--json`` exactly one JSON
 object, to stdout.
 """
@@ -20,73 +21,36 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.table import Table
 
-from hermes_host.config import ConfigError, HermesConfig
+from hermes_host.config import ConfigError
 from hermes_host.evaluation import (
     AFTER_NTH,
-    EngineSet,
+    AUTO_RULE,
     EvalRun,
+    TranscriptSize,
+    auto_context_length,
     check_engine_sets,
+    configured_engine_set,
     evaluate,
     parse_engine_sets,
+    recall_hints,
     summarise_runs,
+    transcript_size,
 )
 from hermes_host.plugins import PluginError
-from hermes_host.session.bound import request_budget
 from hermes_host.store import StoreError
-from hermes_host.tokens import count_messages
-from hermes_host.transcripts import Transcript, TranscriptError, load_transcript
+from hermes_host.transcripts import TranscriptError, load_transcript
 
 from .config_cmd import config_option, console, fail, load_config_or_fail
 from .output import progress_bar, reading
 from .replay import with_context_length
 
-__all__ = ["AUTO_RULE", "TranscriptSize", "auto_context_length", "eval_cmd", "transcript_size"]
-
-AUTO_MINIMUM = 2_000
-AUTO_RULE = (
-    "half the transcript's tokens, rounded down to a multiple of 1,000, at least "
-    f"{AUTO_MINIMUM:,} and at least what leaves the request room for the system prompt and "
-    "the largest message beside the reply"
-)
-"""How ``auto`` picks a transcript's window, in the words the output uses."""
-
-
-@dataclass(frozen=True)
-class TranscriptSize:
-    """A transcript's size as the host counts it."""
-
-    tokens: int
-    """The whole transcript, system prompt included."""
-    largest: int
-    """The system prompt plus the largest single message: what one request must hold."""
-    messages: int = 0
-    """Messages after the system prompt (what a replay steps through)."""
-
-
-def transcript_size(transcript: Transcript) -> TranscriptSize:
-    system = count_messages([{"role": "system", "content": transcript.system_prompt}]) if (
-        transcript.system_prompt) else 0
-    sizes = [count_messages([m]) for m in transcript.messages]
-    return TranscriptSize(system + sum(sizes), system + max(sizes, default=0), len(sizes))
-
-
-def auto_context_length(size: TranscriptSize, max_output_tokens: int) -> int:
-    """The window ``auto`` gives a transcript: half its tokens, so the session outgrows the
-    window and compresses a few times (2 to 14 times on the recorded transcripts), rounded
-    down to a multiple of 1,000 and at least :data:`AUTO_MINIMUM`; raised by 1,000s until
-    the request budget (the window less the reply's reservation) holds the system prompt and
-    the largest message, so no request is over budget by construction."""
-    window = max(AUTO_MINIMUM, size.tokens // 2 // 1000 * 1000)
-    while request_budget(window, max_output_tokens) < size.largest:
-        window += 1000
-    return window
+__all__ = ["AGENT_LEGEND", "eval_cmd"]
 
 
 class ContextLengthType(click.ParamType):  # type: ignore[type-arg]  # generic only in click>=8.4
@@ -106,11 +70,6 @@ class ContextLengthType(click.ParamType):  # type: ignore[type-arg]  # generic o
         if number < 256:
             self.fail(f"{number} is smaller than 256 tokens (or use 'auto')", param, ctx)
         return number
-
-
-def _configured_set(config: HermesConfig) -> EngineSet:
-    chain = config.context.hooks.get("select_context") or []
-    return EngineSet(config.context.engine, tuple(n for n in chain if n != config.context.engine))
 
 
 def _fmt_recall(value: float | None) -> str:
@@ -180,7 +139,7 @@ def eval_cmd(
         settings = config.summarizer.model_copy(update={"provider": "offline"})
         config = config.model_copy(update={"summarizer": settings})
     try:
-        sets = parse_engine_sets(engine_spec) if engine_spec else [_configured_set(config)]
+        sets = parse_engine_sets(engine_spec) if engine_spec else [configured_engine_set(config)]
     except ValueError as exc:
         fail(f"error: --engines: {exc}")
     sizes: list[TranscriptSize] = []
@@ -234,7 +193,7 @@ def eval_cmd(
             runs += done
             run_windows += [(window, size.tokens)] * len(done)
     overall = summarise_runs(runs)
-    hints = _hints(runs, run_windows, source, {
+    hints = recall_hints(runs, run_windows, {
         path.name: auto_context_length(size, config.model.max_output_tokens)
         for path, size in zip(transcripts, sizes, strict=True)})
     rows = []
@@ -256,38 +215,6 @@ def eval_cmd(
         sys.stdout.write(json.dumps(report, ensure_ascii=False) + "\n")
         return
     _print(runs, overall, report)
-
-
-def _hints(runs: list[EvalRun], run_windows: list[tuple[int, int]], source: str,
-           auto: dict[str, int]) -> list[str]:
-    """Why a run's recall cells are ``—``, and what to do about it: one line per transcript
-    (per transcript and engine set when it compressed but nothing was needed later)."""
-    hints: list[str] = []
-    seen: set[tuple[str, str]] = set()
-    for run, (window, tokens) in zip(runs, run_windows, strict=True):
-        if run.recall is not None:
-            continue
-        if run.compressions == 0:
-            key = (run.transcript, "")
-            what = (f"{run.transcript}: no compression at a {window:,}-token window (the "
-                    f"transcript holds {tokens:,} tokens), so its recall is — (nothing to "
-                    "measure)")
-            suggested = auto.get(run.transcript, window)
-            if suggested < window:
-                what += f"; try --context-length {suggested} or --context-length auto"
-            else:
-                what += ("; too few messages outside the protected head and tail, or too "
-                         "few tokens, to compress at this window: a smaller --context-length "
-                         "may, at the price of requests over budget")
-        else:
-            key = (run.transcript, run.engines)
-            what = (f"{run.transcript} [{run.engines}]: {run.compressions} compression(s), but "
-                    "no artifact seen before one was used again after it, so recall is — "
-                    "(nothing was needed later)")
-        if key not in seen:
-            seen.add(key)
-            hints.append(what)
-    return hints
 
 
 def _fmt_per_1k(value: float | None) -> str:

@@ -1,6 +1,6 @@
 """Evaluating engine sets on recorded transcripts (``hermes-host eval``).
 
-Two parts, kept apart so each can be tested on its own:
+Three parts, kept apart so each can be tested on its own:
 
 * **The metric** (pure functions): :func:`extract_artifacts` finds the *artifacts* of a text —
   file paths, ``snake_case`` / ``CamelCase`` identifiers, error class names, URLs and hex ids —
@@ -26,6 +26,9 @@ Two parts, kept apart so each can be tested on its own:
   calls, tokens sent per call, auxiliary LLM calls, compressions, invariant violations and
   the measures above; :func:`summarise_runs` gives medians over transcripts and pooled
   figures (all needed artifacts of all transcripts together).
+* **The window** (:func:`auto_context_length`): with ``--context-length auto`` each transcript
+  gets its own window, from its :func:`transcript_size` (:data:`AUTO_RULE`); a run whose
+  recall is ``—`` gets a line saying why (:func:`recall_hints`).
 
 An engine set is written ``compressor+topic_router+retrieval``: the first name answers the
 lifecycle hooks (``context.engine``); the others form the ``select_context`` chain, in order.
@@ -41,8 +44,15 @@ from hermes_host.evaluation.artifacts import (
     extract_artifacts,
     message_text,
 )
+from hermes_host.evaluation.auto_window import (
+    AUTO_RULE,
+    TranscriptSize,
+    auto_context_length,
+    transcript_size,
+)
 from hermes_host.evaluation.driver import check_engine_sets, evaluate
-from hermes_host.evaluation.engine_sets import EngineSet, parse_engine_sets
+from hermes_host.evaluation.engine_sets import EngineSet, configured_engine_set, parse_engine_sets
+from hermes_host.evaluation.hints import recall_hints
 from hermes_host.evaluation.recall import (
     AFTER_NTH,
     PointRecall,
@@ -53,19 +63,25 @@ from hermes_host.evaluation.runs import EvalRun, summarise_runs
 
 __all__ = [
     "AFTER_NTH",
+    "AUTO_RULE",
     "BARE_LIST_MIN",
     "EngineSet",
     "EvalRun",
     "PointRecall",
+    "TranscriptSize",
     "agent_text",
     "artifact_in_context",
     "artifact_visible",
+    "auto_context_length",
     "check_engine_sets",
+    "configured_engine_set",
     "evaluate",
     "extract_artifacts",
     "message_text",
     "needed_later_recall",
     "needed_later_sets",
     "parse_engine_sets",
+    "recall_hints",
     "summarise_runs",
+    "transcript_size",
 ]

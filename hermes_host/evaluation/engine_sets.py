@@ -50,3 +50,10 @@ def parse_engine_sets(spec: str) -> list[EngineSet]:
             raise ValueError(f"engine set {part!r} names an engine twice")
         sets.append(EngineSet(names[0], tuple(names[1:])))
     return sets
+
+
+def configured_engine_set(config: HermesConfig) -> EngineSet:
+    """The engine set ``config`` names: ``context.engine``, then its ``select_context`` chain
+    (without the engine itself)."""
+    chain = config.context.hooks.get("select_context") or []
+    return EngineSet(config.context.engine, tuple(n for n in chain if n != config.context.engine))
