@@ -205,6 +205,21 @@ class MessageRooms(SessionRooms):
                 self._require(conn, session_id)
         return [decode_row(r) for r in rows]
 
+    @errors("reading the window")
+    def active_messages_counted(self, session_id: str) -> tuple[list[Message], list[int]]:
+        """The window and, in the same order, each row's stored ``token_count``, in the
+        window's one query (:class:`~hermes_host.store.base.CountedWindowStore`, issue 32):
+        a resumed session reuses them instead of tokenising its window again."""
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT token_count, {MSG_COLS} FROM messages WHERE session_id = %s "
+                f"AND active {WINDOW_ORDER}".encode(),
+                (session_id,),
+            ).fetchall()
+            if not rows:
+                self._require(conn, session_id)
+        return [decode_row(r[1:]) for r in rows], [int(r[0]) for r in rows]
+
     @errors("counting window tokens")
     def active_token_count(self, session_id: str) -> int:
         with self._read() as conn:
