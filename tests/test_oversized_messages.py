@@ -26,6 +26,7 @@ from hermes_host.host import ContextHost
 from hermes_host.messages import check_invariants, text_of, validate_messages
 from hermes_host.models import Message
 from hermes_host.session import intake
+from hermes_host.session.bound import request_budget
 from hermes_host.session.intake import CLIPPED_KEY
 from hermes_host.store.manifests import rebuild_request
 from hermes_host.tokens import _SAMPLE_CHARS, _SAMPLES, EXACT_COUNT_CHARS, count_text
@@ -421,3 +422,143 @@ def test_the_calls_of_one_message_share_the_limit_and_keep_their_ids() -> None:
     out = intake.clip(both, 10_000)
     assert out is not None and out[CLIPPED_KEY] == 20_000 + total
     assert len(out["content"]) < 10_000 + 300
+
+
+# -- tool-call arguments in the request bound -----------------------------------------------
+
+REQUEST_NOTE = "left out of this request to fit the model's window"
+
+
+def _code(size: int, tag: str) -> str:
+    """``size`` characters of source-like lines (numbers and hex ids: about 3 characters a
+    token, denser than prose), starting ``BEGIN-<tag>`` and ending ``END-<tag>``."""
+    lines = "".join(f"    value_{i} = table[{i}].lookup('{i * 2654435761 % 2**32:08x}', {i % 97})\n"
+                    for i in range(4000))
+    head, tail = f"# BEGIN-{tag}\n", f"# END-{tag}"
+    body = size - len(head) - len(tail)
+    return head + (lines * (body // len(lines) + 1))[:body] + tail
+
+
+def _check_bounded_call(request: list[Message], call_id: str, budget: int, host: ContextHost,
+                        tag: str) -> None:
+    """``request`` within ``budget`` by the host's own counter, valid, the call under its id
+    and name, its arguments still JSON with the path whole and a head-and-tail excerpt of the
+    content naming the call, paired with its result right after it."""
+    assert host.tokens.count_all(request) <= budget
+    validate_messages(request)
+    assert check_invariants(request) == []
+    (at,) = [i for i, m in enumerate(request)
+             if any(c["id"] == call_id for c in m.get("tool_calls") or [])]
+    (call,) = request[at]["tool_calls"]
+    assert call["function"]["name"] == "write_file" and call["type"] == "function"
+    decoded = json.loads(call["function"]["arguments"])
+    assert decoded["path"] == "big.txt" and decoded["mode"] == 420
+    content = decoded["content"]
+    assert content.startswith(f"# BEGIN-{tag}") and content.endswith(f"# END-{tag}")
+    assert REQUEST_NOTE in content and f"tool call {call_id}" in content
+    assert request[at + 1]["role"] == "tool" and request[at + 1]["tool_call_id"] == call_id
+
+
+def test_a_huge_call_in_the_newest_turn_is_cut_to_fit_the_request_budget(tmp_path: Path) -> None:
+    """A 700,000-character ``write_file`` call in the newest turn, the default 200K window:
+    intake holds it whole (under its 767,232-character limit), and the old request bound
+    never shortened arguments — ``build_request`` sent 335,198 tokens against the
+    191,808-token budget and said "it still does not fit".  Now its content is cut to a
+    head-and-tail excerpt in the request alone, the arguments still JSON, the call's id,
+    name and result unchanged; the session says what it condensed; the store, the window
+    and ``raw_window`` keep the original.  ``fit_request`` (the integrations' path) does
+    the same to a list the caller assembled."""
+    call = _write_call("call_big", _code(700_000, "CODE"))
+    arguments = call["function"]["arguments"]
+    config = HermesConfig.model_validate(
+        {"memory": {"providers": []}, "summarizer": {"provider": "offline"}}
+    )
+    budget = _budget(config)
+    with ContextHost.from_config(config, store=tmp_path / "state.db") as host:
+        session = host.open_session("huge-newest-call", "You are a helper.")
+        _turns(session, 3, "before")
+        session.add_user("write the generated module to big.txt")
+        session.add_assistant(None, [call])
+        session.add_tool_result("call_big", "wrote 700,000 characters to big.txt")
+        assert host.tokens.count_all(session.window()) > budget  # no compression can help:
+        assert not any(CLIPPED_KEY in m for m in session.window())  # the newest turn, whole
+
+        request = session.build_request()
+        _check_bounded_call(request, "call_big", budget, host, "CODE")
+        status = session.status()
+        assert status["last_request_tokens"] <= budget
+        bound = status["request_bound"]
+        assert bound["fits"] is True and bound["arguments"] == 1 and bound["dropped"] == 0
+        warning = status["window_warning"]
+        assert "1 tool call(s)' arguments to a head-and-tail excerpt" in warning
+        assert "still does not fit" not in warning
+        assert any("tool call(s)' arguments" in e for e in session.events
+                   if e.startswith("⚠ request condensed"))
+        # the user's messages before the call are not touched: the call carries the bulk
+        assert [m for m in request if m.get("role") == "user"] == [
+            m for m in session.window() if m.get("role") == "user"]
+
+        # the integrations' path: the caller's own list, the original arguments in it
+        raw = list(session.raw_window)
+        fitted = session.fit_request(raw)
+        _check_bounded_call(fitted, "call_big", budget, host, "CODE")
+        assert session.status()["request_bound"]["arguments"] == 1
+        assert raw == list(session.raw_window)  # never changed in place
+        (held,) = [m for m in session.raw_window if m.get("tool_calls")]
+        assert held["tool_calls"][0]["function"]["arguments"] is arguments
+
+        rows = _rows(host, session.id)
+        stored = [c["function"]["arguments"] for m in rows for c in m.get("tool_calls") or []
+                  if c["id"] == "call_big"]
+        assert stored == [arguments]  # once, whole, never the excerpt
+        assert not any(REQUEST_NOTE in json.dumps(m) for m in rows)
+
+
+def test_an_assistant_text_and_its_calls_the_larger_cut_first_the_small_call_whole(
+    tmp_path: Path,
+) -> None:
+    """On a small window (16K, budget 8,000): an assistant message with a short text and
+    two calls — a small one and one of 200,000 characters (under intake's limit, so the
+    window holds it whole).  The request bound cuts only the large call's arguments; the
+    small call, the text and both results stay as they are, and the request fits."""
+    big = _write_call("c_big", _code(200_000, "TWO"))
+    small = {"id": "c_small", "type": "function",
+             "function": {"name": "read_file", "arguments": json.dumps({"path": "a.txt"})}}
+    config = make_config("compressor", model={"context_length": 16_000,
+                                              "max_output_tokens": 8_192},
+                         summarizer={"provider": "offline"})
+    budget = _budget(config)
+    with ContextHost.from_config(config, store=tmp_path / "state.db") as host:
+        session = host.open_session("two-calls", "sys")
+        session.add_user("read a.txt, then write big.txt")
+        session.add_assistant("Reading a.txt and writing big.txt.", [small, big])
+        session.add_tool_result("c_small", "contents of a")
+        session.add_tool_result("c_big", "ok")
+        assert host.tokens.count_all(session.window()) > budget
+        assert not any(CLIPPED_KEY in m for m in session.window())
+        request = session.build_request()
+        _check_bounded_call_pair(request, budget, host)
+        assert session.status()["request_bound"]["arguments"] == 1
+        assert session.status()["request_bound"]["clipped"] == 0
+
+
+def _check_bounded_call_pair(request: list[Message], budget: int, host: ContextHost) -> None:
+    assert host.tokens.count_all(request) <= budget
+    validate_messages(request)
+    assert check_invariants(request) == []
+    (at,) = [i for i, m in enumerate(request) if m.get("tool_calls")]
+    message = request[at]
+    assert message["content"] == "Reading a.txt and writing big.txt."
+    small, big = message["tool_calls"]
+    assert small["id"] == "c_small"
+    assert small["function"]["arguments"] == json.dumps({"path": "a.txt"})
+    assert big["id"] == "c_big" and big["function"]["name"] == "write_file"
+    content = json.loads(big["function"]["arguments"])["content"]
+    assert content.startswith("# BEGIN-TWO") and content.endswith("# END-TWO")
+    assert REQUEST_NOTE in content
+    assert [m.get("tool_call_id") for m in request[at + 1:at + 3]] == ["c_small", "c_big"]
+    assert request[at + 1]["content"] == "contents of a"
+
+
+def _budget(config: HermesConfig) -> int:
+    return request_budget(config.model.context_length, config.model.max_output_tokens)

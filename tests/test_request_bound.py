@@ -124,6 +124,44 @@ def test_a_text_part_of_a_list_is_excerpted_too() -> None:
     assert messages[1]["content"][2]["text"] == paste  # the caller's list is not changed
 
 
+def test_arguments_stay_json_on_a_tight_budget_else_a_raw_excerpt_is_said() -> None:
+    """Three large ``write_file`` calls and a text in one assistant message on a budget of
+    5,000 tokens: each call's share is under the shortest JSON form, and the arguments stay
+    JSON at it (the text is cut too) rather than becoming raw excerpts a framework cannot
+    parse; ids, names and results unchanged.  Arguments whose bulk is not in string values
+    can only become a raw excerpt: that is said ("no longer JSON")."""
+    calls = [{"id": f"w{i}", "type": "function", "function": {"name": "write_file",
+              "arguments": json.dumps({"path": f"f{i}.txt", "content": f"row {i}\n" * 30_000})}}
+             for i in range(3)]
+    messages: list[Message] = [
+        {"role": "system", "content": "sys"}, {"role": "user", "content": "write them"},
+        {"role": "assistant", "content": "writing " * 4000, "tool_calls": calls},
+        *({"role": "tool", "tool_call_id": f"w{i}", "content": "ok"} for i in range(3)),
+    ]
+    out, condensed = fit(messages, 5_000, count_message)
+    assert condensed is not None and condensed.fits, condensed.describe()
+    assert condensed.arguments == 3 and condensed.raw_arguments == 0
+    assert "3 tool call(s)' arguments to a head-and-tail excerpt;" in condensed.describe()
+    assert count_messages(out) == condensed.tokens_after <= 5_000
+    for i, call in enumerate(out[2]["tool_calls"]):
+        assert call["id"] == f"w{i}" and call["function"]["name"] == "write_file"
+        decoded = json.loads(call["function"]["arguments"])
+        assert decoded["path"] == f"f{i}.txt" and "tool call w" + str(i) in decoded["content"]
+    assert [m.get("tool_call_id") for m in out[3:]] == ["w0", "w1", "w2"]
+    assert check_invariants(out) == []
+    assert messages[2]["tool_calls"] == calls  # the caller's message is not changed
+
+    numbers = [{"id": "n0", "type": "function",
+                "function": {"name": "plot", "arguments": json.dumps(list(range(50_000)))}}]
+    messages[2:] = [{"role": "assistant", "content": None, "tool_calls": numbers},
+                    {"role": "tool", "tool_call_id": "n0", "content": "ok"}]
+    out, condensed = fit(messages, 2_000, count_message)
+    assert condensed is not None and condensed.fits, condensed.describe()
+    assert condensed.arguments == 1 and condensed.raw_arguments == 1
+    assert "(1 no longer JSON)" in condensed.describe()
+    assert out[2]["tool_calls"][0]["id"] == "n0" and out[3]["tool_call_id"] == "n0"
+
+
 def test_the_one_large_message_is_cut_before_many_small_ones_and_the_summary_last() -> None:
     """Largest first: a huge paste is excerpted while older messages and the summary block
     stay whole (oldest-first clipping cut every one of them to its floor)."""

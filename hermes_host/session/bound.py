@@ -11,8 +11,14 @@ harm, until it fits:
    note of what they were;
 2. the remaining tool outputs, largest first, become a head-and-tail excerpt that names the
    stored original;
-3. other long texts (user and assistant messages, never the system prompt), oldest first,
-   become head-and-tail excerpts;
+3. other long texts (user and assistant messages, never the system prompt) and tool-call
+   arguments, largest message first (a summary last), become head-and-tail excerpts — an
+   assistant message's text and its calls' arguments the larger first; the arguments are
+   cut by the window intake's own helper (:func:`hermes_host.session.intake.clip_arguments`:
+   they stay JSON when their bulk is in string values, at their shortest JSON form when the
+   budget is tighter than that), the call's ``id``, its function name and its pairing with
+   the result never change; arguments still too large (their bulk not in strings) then
+   become a raw head-and-tail excerpt, no longer JSON, and :class:`Condensed` says so;
 4. the oldest exchanges are left out of the request (never the system prompt, never the
    newest user turn).
 
@@ -23,6 +29,7 @@ turns it into an event, ``status()["request_bound"]`` and a plain-output warning
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +44,7 @@ __all__ = ["MIN_EXCERPT_CHARS", "Condensed", "excerpt", "fit", "reply_reservatio
 MIN_EXCERPT_CHARS = 400
 """An excerpt keeps at least this many characters of its text (head and tail together)."""
 _HEAD_SHARE = 0.4  # of an excerpt, the head's share; the tail (the newest lines) gets the rest
+_REQUEST_SCOPE = "this request to fit the model's window"
 
 
 def reply_reservation(context_length: int, max_output_tokens: int) -> int:
@@ -64,6 +72,11 @@ class Condensed:
     """Tool outputs cut to a head-and-tail excerpt."""
     clipped: int = 0
     """Other long texts cut to a head-and-tail excerpt."""
+    arguments: int = 0
+    """Tool calls whose arguments were cut to a head-and-tail excerpt."""
+    raw_arguments: int = 0
+    """Of those, calls whose excerpt is not JSON (their bulk was not in string values, or
+    they were not JSON)."""
     dropped: int = 0
     """Oldest messages left out of this request."""
 
@@ -79,6 +92,8 @@ class Condensed:
                 (self.one_liners, "old tool output(s) to a one-line note"),
                 (self.excerpts, "tool output(s) to a head-and-tail excerpt"),
                 (self.clipped, "long message(s) to a head-and-tail excerpt"),
+                (self.arguments, "tool call(s)' arguments to a head-and-tail excerpt"
+                 + (f" ({self.raw_arguments} no longer JSON)" if self.raw_arguments else "")),
                 (self.dropped, "oldest message(s) left out"),
             )
             if n
@@ -90,7 +105,7 @@ class Condensed:
         tail = "; the store keeps every original whole"
         if not self.fits:
             tail += ("; it still does not fit: what is left (the system prompt, the newest "
-                     "turn's tool-call arguments or non-text parts) exceeds it")
+                     "turn at its shortest excerpts, non-text parts) exceeds it")
         return head + (": " + ", ".join(done) if done else "") + tail
 
     def as_dict(self) -> dict[str, Any]:
@@ -102,6 +117,8 @@ class Condensed:
             "one_liners": self.one_liners,
             "excerpts": self.excerpts,
             "clipped": self.clipped,
+            "arguments": self.arguments,
+            "raw_arguments": self.raw_arguments,
             "dropped": self.dropped,
         }
 
@@ -145,8 +162,7 @@ def _one_liner(message: Message, name: str) -> str:
     )
 
 
-def excerpt(text: str, keep: int, where: str,
-            scope: str = "this request to fit the model's window") -> str:
+def excerpt(text: str, keep: int, where: str, scope: str = _REQUEST_SCOPE) -> str:
     """``text`` cut to a head-and-tail excerpt of about ``keep`` characters (at least
     :data:`MIN_EXCERPT_CHARS`), with a note in the cut saying how much of it ``scope`` left
     out and that the store keeps ``where`` (the original) whole; ``text`` itself when it is
@@ -195,6 +211,61 @@ def _with_part(message: Message, text: str, at: int | None) -> Message:
     return new
 
 
+def _arguments(message: Message) -> list[str]:
+    """The string ``arguments`` of ``message``'s tool calls."""
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list):
+        return []
+    return [call["function"]["arguments"] for call in calls
+            if isinstance(call, dict) and isinstance(call.get("function"), dict)
+            and isinstance(call["function"].get("arguments"), str)]
+
+
+def _with_arguments(
+    message: Message, keep: int, floor: bool
+) -> tuple[Message, list[int]] | None:
+    """``message`` with its tool calls' arguments cut to about ``keep`` characters together
+    — the shorter calls whole while they fit their share, the longer ones sharing what is
+    left — and the indexes of the calls cut; ``None`` when none is.  Each call is cut by the
+    window intake's helper (:func:`hermes_host.session.intake.clip_arguments`, ``floor``
+    passed on), its ``id`` and function name unchanged."""
+    # intake imports this module (excerpt, the budget): import its helper when first needed
+    from hermes_host.session.intake import clip_arguments
+
+    calls = list(message["tool_calls"])
+    at = sorted((j for j, call in enumerate(calls)
+                 if isinstance(call, dict) and isinstance(call.get("function"), dict)
+                 and isinstance(call["function"].get("arguments"), str)),
+                key=lambda j: len(calls[j]["function"]["arguments"]))
+    left, cut = keep, []
+    for n, j in enumerate(at):
+        share = max(0, left) // (len(at) - n)
+        fn = calls[j]["function"]
+        arguments = fn["arguments"]
+        if len(arguments) <= share:
+            left -= len(arguments)
+            continue
+        left -= share
+        where = f"the arguments of tool call {calls[j].get('id')}"
+        shorter = clip_arguments(arguments, share, where, _REQUEST_SCOPE, floor=floor)
+        if shorter != arguments:
+            calls[j] = {**calls[j], "function": {**fn, "arguments": shorter}}
+            cut.append(j)
+    if not cut:
+        return None
+    new = dict(message)
+    new["tool_calls"] = calls
+    return new, cut
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 def fit(
     request: Sequence[Message],
     budget: int,
@@ -215,9 +286,10 @@ def fit(
         return out, None
     report = Condensed(budget=budget, tokens_before=total, tokens_after=total)
 
-    def replace(i: int, message: Message) -> None:
+    def replace(i: int, message: Message, new_count: int | None = None) -> None:
         nonlocal total
-        new_count = count(message)
+        if new_count is None:
+            new_count = count(message)
         total += new_count - counts[i]
         counts[i] = new_count
         out[i] = message
@@ -234,34 +306,93 @@ def fit(
         if count(_with_text(message, line)) < counts[i]:
             replace(i, _with_text(message, line))
             report.one_liners += 1
-    # 2. the remaining tool outputs, and 3. other long texts (the summary block last),
-    # each largest first: the one large message is cut before many small ones are
+    # 2. the remaining tool outputs, and 3. other long texts and tool-call arguments (the
+    # summary block last), each largest first: the one large message is cut before many
+    # small ones are
     tools = sorted((i for i, m in enumerate(out) if m.get("role") == "tool"),
                    key=lambda i: -counts[i])
     others = sorted((i for i, m in enumerate(out) if m.get("role") in ("user", "assistant")),
                     key=lambda i: (is_summary(out[i]), -counts[i]))
-    for indexes, is_tool in ((tools, True), (others, False)):
-        for i in indexes:
-            if total <= budget:
+
+    def cut_text(i: int, is_tool: bool = False) -> None:
+        message = out[i]
+        text, at = _longest_text(message)
+        if len(text) <= MIN_EXCERPT_CHARS:
+            return
+        # keep the share of the text that brings the request down to the budget
+        over = total - budget
+        chars_per_token = len(text) / max(1, count_text(text))
+        keep = int(len(text) - (over + 60) * chars_per_token)
+        call = message.get("tool_call_id")
+        where = f"this output (tool call {call})" if is_tool and call else "this message"
+        condensed = excerpt(text, keep, where)
+        new = _with_part(message, condensed, at)
+        new_count = count(new)
+        if condensed != text and new_count < counts[i]:
+            replace(i, new, new_count)
+            if is_tool:
+                report.excerpts += 1
+            else:
+                report.clipped += 1
+
+    cut_calls: set[tuple[int, int]] = set()  # (message, call) of every call cut
+
+    def cut_arguments(i: int, floor: bool = True) -> None:
+        """The tool calls' arguments of ``out[i]``, cut from the request's originals to the
+        share that brings the request to the budget: with ``floor`` JSON stays JSON at its
+        shortest, else a raw excerpt where JSON cannot get there (the last resort), taken
+        only when it frees a quarter of the message at least — the bulk was not in strings,
+        not a few dozen characters of JSON at its shortest."""
+        if not _arguments(out[i]):
+            return
+        source = {**out[i], "tool_calls": request[i]["tool_calls"]}
+        original = _arguments(source)
+        chars = sum(len(a) for a in original)
+        if chars <= MIN_EXCERPT_CHARS:
+            return
+        chars_per_token = chars / max(1, sum(count_text(a) for a in original))
+        now = sum(count_text(a) for a in _arguments(out[i]))
+        keep = int((now - (total - budget + 60)) * chars_per_token)
+        best: tuple[Message, list[int], int] | None = None
+        for _ in range(3):  # the kept head and tail may be denser than the average
+            done = _with_arguments(source, keep, floor)
+            if done is None:
                 break
-            message = out[i]
-            text, at = _longest_text(message)
-            if len(text) <= MIN_EXCERPT_CHARS:
-                continue
-            # keep the share of the text that brings the request down to the budget
-            over = total - budget
-            chars_per_token = len(text) / max(1, count_text(text))
-            keep = int(len(text) - (over + 60) * chars_per_token)
-            call = message.get("tool_call_id")
-            where = f"this output (tool call {call})" if is_tool and call else "this message"
-            condensed = excerpt(text, keep, where)
-            new = _with_part(message, condensed, at)
-            if condensed != text and count(new) < counts[i]:
-                replace(i, new)
-                if is_tool:
-                    report.excerpts += 1
-                else:
-                    report.clipped += 1
+            new, cut = done
+            new_count = count(new)
+            if new_count >= (counts[i] if floor else counts[i] * 3 // 4):
+                break
+            best = (new, cut, new_count)
+            after = total - counts[i] + new_count
+            if after <= budget or keep <= MIN_EXCERPT_CHARS:
+                break
+            keep -= int((after - budget + 60) * chars_per_token)
+        if best is not None:
+            replace(i, best[0], best[2])
+            cut_calls.update((i, j) for j in best[1])
+
+    for i in tools:
+        if total <= budget:
+            break
+        cut_text(i, True)
+    for i in others:
+        if total <= budget:
+            break
+        # an assistant message's text and its calls' arguments: the larger first
+        text_first = len(_longest_text(out[i])[0]) >= sum(len(a) for a in _arguments(out[i]))
+        for step in ((cut_text, cut_arguments) if text_first else (cut_arguments, cut_text)):
+            if total > budget:
+                step(i)
+    # 3b. arguments whose bulk is not in strings: a raw excerpt, no longer JSON (a framework
+    # that parses them cannot), before any turn is left out
+    for i in sorted((i for i in others if _arguments(out[i])), key=lambda i: -counts[i]):
+        if total <= budget:
+            break
+        cut_arguments(i, floor=False)
+    report.arguments = len(cut_calls)
+    report.raw_arguments = sum(
+        1 for i, j in cut_calls if not _is_json(out[i]["tool_calls"][j]["function"]["arguments"])
+    )
     # 4. leave the oldest exchanges out: from just after the system prompt, whole user turns
     if total > budget:
         start = 1 if out and out[0].get("role") == "system" else 0

@@ -121,39 +121,50 @@ def _clip_calls(message: Message, limit: int) -> tuple[list[Any], int] | None:
     return out, total
 
 
-def clip_arguments(arguments: str, keep: int, where: str) -> str:
+def clip_arguments(arguments: str, keep: int, where: str, scope: str = _SCOPE, *,
+                   floor: bool = False) -> str:
     """Tool-call ``arguments`` cut to about ``keep`` characters.  JSON arguments stay JSON:
     string values (never keys) longer than a common cap are cut to head-and-tail excerpts,
     the cap chosen so the re-encoded arguments fit ``keep``.  Arguments that are not JSON,
     hold more than :data:`MAX_JSON_ITEMS` values, or still do not fit (their bulk is not in
-    strings) get a head-and-tail excerpt of the raw string (no longer JSON)."""
+    strings) get a head-and-tail excerpt of the raw string (no longer JSON).  ``scope`` is
+    what the excerpts' notes say left the text out (the window's intake by default; the
+    request bound passes its own).  With ``floor``, JSON whose long strings can be cut stays
+    JSON even when ``keep`` is less than its shortest such form (each long string cut to
+    :data:`MIN_EXCERPT_CHARS`), which is returned then: the request bound prefers a few
+    hundred characters more to arguments a framework cannot parse."""
     if len(arguments) <= keep:
         return arguments
     # the room an excerpt's note takes (JSON-escaped), kept out of each cut string's share
-    note = len(json.dumps(excerpt("x" * len(arguments), MIN_EXCERPT_CHARS, where, _SCOPE)))
+    note = len(json.dumps(excerpt("x" * len(arguments), MIN_EXCERPT_CHARS, where, scope)))
     note -= MIN_EXCERPT_CHARS
     if arguments.count(",") + arguments.count(":") <= MAX_JSON_ITEMS:
         try:
             decoded = json.loads(arguments)
-            room = keep
+            room, best = keep, arguments
             for _ in range(3):  # an excerpt's head and tail may escape more than its average
-                shorter = _clip_strings(decoded, room, note, where)
+                shorter = _clip_strings(decoded, room, note, where, scope, floor)
                 if shorter is None:
                     break
                 text = json.dumps(shorter, ensure_ascii=False)
                 if len(text) <= keep + note:
                     return text
+                best = min(best, text, key=len)
                 room = room * keep // len(text)
+            if floor and best is not arguments:
+                return best
         except (ValueError, RecursionError):
             pass
-    return excerpt(arguments, keep, where, _SCOPE)
+    return excerpt(arguments, keep, where, scope)
 
 
-def _clip_strings(value: Any, keep: int, note: int, where: str) -> Any:
+def _clip_strings(value: Any, keep: int, note: int, where: str, scope: str,
+                  floor: bool = False) -> Any:
     """``value`` (decoded JSON) with its string values over a cap cut to excerpts, the cap
     (in encoded characters: a newline is two) the largest whose total fits ``keep`` less the
     rest of the encoding; ``None`` when no string carries the bulk (cutting them cannot make
-    it fit)."""
+    it fit).  With ``floor``, a cap under :data:`MIN_EXCERPT_CHARS` is raised to it (the
+    strings an excerpt would not shorten stay whole)."""
     lengths: list[int] = []
     stack = [value]
     while stack:
@@ -165,9 +176,9 @@ def _clip_strings(value: Any, keep: int, note: int, where: str) -> Any:
         elif isinstance(item, list):
             stack.extend(item)
     room = keep - (len(json.dumps(value, ensure_ascii=False)) - sum(lengths))
-    if not lengths or room <= 0:
+    if not lengths or (room <= 0 and not floor):
         return None
-    cap = _cap(sorted(lengths), room, note)
+    cap = _cap(sorted(lengths), max(0, room), note, floor)
     if cap is None:
         return None
 
@@ -176,8 +187,9 @@ def _clip_strings(value: Any, keep: int, note: int, where: str) -> Any:
             size = _encoded(item)
             if size <= cap:
                 return item
-            return excerpt(item, max(MIN_EXCERPT_CHARS, cap * len(item) // size), where,
-                           _SCOPE)
+            short = excerpt(item, max(MIN_EXCERPT_CHARS, cap * len(item) // size), where,
+                            scope)
+            return short if not floor or _encoded(short) < size else item
         if isinstance(item, dict):
             return {k: cut(v) for k, v in item.items()}
         if isinstance(item, list):
@@ -192,9 +204,10 @@ def _encoded(text: str) -> int:
     return len(json.dumps(text, ensure_ascii=False)) - 2
 
 
-def _cap(lengths: list[int], room: int, note: int) -> int | None:
+def _cap(lengths: list[int], room: int, note: int, floor: bool = False) -> int | None:
     """The largest cap ``c`` (at least ``MIN_EXCERPT_CHARS``) such that the strings of
-    ``lengths`` (ascending), each longer one cut to ``c`` plus a ``note``, fit ``room``."""
+    ``lengths`` (ascending), each longer one cut to ``c`` plus a ``note``, fit ``room``
+    (with ``floor``, ``MIN_EXCERPT_CHARS`` when none does)."""
     used = 0
     for i, length in enumerate(lengths):
         left = len(lengths) - i
@@ -202,7 +215,9 @@ def _cap(lengths: list[int], room: int, note: int) -> int | None:
         if length <= cap:
             used += length
             continue
-        return cap if cap >= MIN_EXCERPT_CHARS else None
+        if cap >= MIN_EXCERPT_CHARS:
+            return cap
+        return MIN_EXCERPT_CHARS if floor else None
     return None  # everything fits whole: the bulk is not in strings
 
 
