@@ -27,6 +27,7 @@ from hermes_host.messages import check_invariants, text_of, validate_messages
 from hermes_host.models import Message
 from hermes_host.session import intake
 from hermes_host.session.bound import request_budget
+from hermes_host.session.excerpts import clip_arguments
 from hermes_host.session.intake import CLIPPED_KEY
 from hermes_host.store.manifests import rebuild_request
 from hermes_host.tokens import _SAMPLE_CHARS, _SAMPLES, EXACT_COUNT_CHARS, count_text
@@ -381,23 +382,23 @@ def test_a_kept_clipped_tool_call_is_published_as_its_stored_row(tmp_path: Path)
 def test_clip_arguments_keeps_json_and_falls_back_to_a_raw_excerpt() -> None:
     where = "the arguments of tool call c1"
     small = json.dumps({"path": "a.txt", "content": "short"})
-    assert intake.clip_arguments(small, 10_000, where) is small
+    assert clip_arguments(small, 10_000, where, intake.WINDOW_SCOPE) is small
     # the bulk in strings: JSON kept, only the long string cut, keys and numbers whole
     parts = json.dumps({"files": [{"p": f"f{i}", "c": "y" * (i * 1000)} for i in range(20)],
                         "n": [1, 2, 3]})
-    out = intake.clip_arguments(parts, 50_000, where)
+    out = clip_arguments(parts, 50_000, where, intake.WINDOW_SCOPE)
     assert len(out) <= 50_000 + 300
     decoded = json.loads(out)
     assert [f["p"] for f in decoded["files"]] == [f"f{i}" for i in range(20)]
     assert decoded["n"] == [1, 2, 3] and decoded["files"][1]["c"] == "y" * 1000
     # escapes count: a newline takes two characters of JSON
     escaped = json.dumps({"c": "ab\n" * 100 + "x" * 1_000_000 + "\n" * 100_000})
-    out = intake.clip_arguments(escaped, 20_000, where)
+    out = clip_arguments(escaped, 20_000, where, intake.WINDOW_SCOPE)
     assert len(out) <= 20_000 + 300 and json.loads(out)["c"].startswith("ab\nab\n")
     # not JSON, or the bulk not in strings: a raw head-and-tail excerpt
     for raw in ("{" + "x" * 1_000_000 + "TAIL", json.dumps(list(range(300_000))),
                 "[" * 100_000 + "]" * 100_000):
-        out = intake.clip_arguments(raw, 20_000, where)
+        out = clip_arguments(raw, 20_000, where, intake.WINDOW_SCOPE)
         assert len(out) <= 20_000 + 300 and INTAKE_NOTE in out and where in out
         assert out[:100] == raw[:100] and out[-100:] == raw[-100:]
 

@@ -14,7 +14,7 @@ harm, until it fits:
 3. other long texts (user and assistant messages, never the system prompt) and tool-call
    arguments, largest message first (a summary last), become head-and-tail excerpts — an
    assistant message's text and its calls' arguments the larger first; the arguments are
-   cut by the window intake's own helper (:func:`hermes_host.session.intake.clip_arguments`:
+   cut by the window intake's own helper (:func:`hermes_host.session.excerpts.clip_arguments`:
    they stay JSON when their bulk is in string values, at their shortest JSON form when the
    budget is tighter than that), the call's ``id``, its function name and its pairing with
    the result never change; arguments still too large (their bulk not in strings) then
@@ -36,14 +36,11 @@ from typing import Any
 
 from hermes_host.messages import is_summary, text_of
 from hermes_host.models import Message
+from hermes_host.session.excerpts import MIN_EXCERPT_CHARS, clip_arguments, excerpt
 from hermes_host.tokens import count_text
 
-__all__ = ["MIN_EXCERPT_CHARS", "Condensed", "excerpt", "fit", "reply_reservation",
-           "request_budget"]
+__all__ = ["Condensed", "fit", "reply_reservation", "request_budget"]
 
-MIN_EXCERPT_CHARS = 400
-"""An excerpt keeps at least this many characters of its text (head and tail together)."""
-_HEAD_SHARE = 0.4  # of an excerpt, the head's share; the tail (the newest lines) gets the rest
 _REQUEST_SCOPE = "this request to fit the model's window"
 
 
@@ -162,24 +159,6 @@ def _one_liner(message: Message, name: str) -> str:
     )
 
 
-def excerpt(text: str, keep: int, where: str, scope: str = _REQUEST_SCOPE) -> str:
-    """``text`` cut to a head-and-tail excerpt of about ``keep`` characters (at least
-    :data:`MIN_EXCERPT_CHARS`), with a note in the cut saying how much of it ``scope`` left
-    out and that the store keeps ``where`` (the original) whole; ``text`` itself when it is
-    short enough.  The request bound and the window's intake clip (issue 31) share it."""
-    keep = max(MIN_EXCERPT_CHARS, keep)
-    if len(text) <= keep:
-        return text
-    head = int(keep * _HEAD_SHARE)
-    tail = keep - head
-    omitted = len(text) - keep
-    note = (
-        f"\n[… {omitted:,} of {len(text):,} characters left out of {scope}; the store "
-        f"keeps {where} whole …]\n"
-    )
-    return text[:head] + note + text[-tail:]
-
-
 def _with_text(message: Message, text: str) -> Message:
     new = dict(message)
     new["content"] = text
@@ -227,11 +206,8 @@ def _with_arguments(
     """``message`` with its tool calls' arguments cut to about ``keep`` characters together
     — the shorter calls whole while they fit their share, the longer ones sharing what is
     left — and the indexes of the calls cut; ``None`` when none is.  Each call is cut by the
-    window intake's helper (:func:`hermes_host.session.intake.clip_arguments`, ``floor``
+    window intake's helper (:func:`hermes_host.session.excerpts.clip_arguments`, ``floor``
     passed on), its ``id`` and function name unchanged."""
-    # intake imports this module (excerpt, the budget): import its helper when first needed
-    from hermes_host.session.intake import clip_arguments
-
     calls = list(message["tool_calls"])
     at = sorted((j for j, call in enumerate(calls)
                  if isinstance(call, dict) and isinstance(call.get("function"), dict)
@@ -325,7 +301,7 @@ def fit(
         keep = int(len(text) - (over + 60) * chars_per_token)
         call = message.get("tool_call_id")
         where = f"this output (tool call {call})" if is_tool and call else "this message"
-        condensed = excerpt(text, keep, where)
+        condensed = excerpt(text, keep, where, _REQUEST_SCOPE)
         new = _with_part(message, condensed, at)
         new_count = count(new)
         if condensed != text and new_count < counts[i]:

@@ -23,21 +23,21 @@ tool-call/result pairing holds.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from hermes_host.models import Message
-from hermes_host.session.bound import MIN_EXCERPT_CHARS, excerpt, request_budget
+from hermes_host.session.bound import request_budget
+from hermes_host.session.excerpts import clip_arguments, excerpt
 
 __all__ = [
     "CHARS_PER_TOKEN",
     "CLIPPED_KEY",
     "MAX_WINDOW_TEXT_CHARS",
     "MIN_WINDOW_TEXT_CHARS",
+    "WINDOW_SCOPE",
     "clip",
     "clip_all",
-    "clip_arguments",
     "restore",
     "text_limit",
 ]
@@ -55,10 +55,8 @@ still condenses what it must, as before)."""
 MAX_WINDOW_TEXT_CHARS = 1024 * 1024
 """Nor keeps one longer than this, however large the model's window: it bounds the host's
 time and memory per message, and keeps a window that holds several well under the result cap."""
-_SCOPE = "this session's window (longer than any request can hold)"
-MAX_JSON_ITEMS = 100_000
-"""Arguments with more JSON separators than this are excerpted as a raw string, not decoded:
-decoding millions of small values would cost more time and memory than the bound saves."""
+WINDOW_SCOPE = "this session's window (longer than any request can hold)"
+"""What an intake excerpt's note says left the text out."""
 
 
 def text_limit(context_length: int, max_output_tokens: int, result_cap: int) -> int:
@@ -115,110 +113,9 @@ def _clip_calls(message: Message, limit: int) -> tuple[list[Any], int] | None:
         fn = calls[j]["function"]
         if len(fn["arguments"]) > share:
             where = f"the arguments of tool call {calls[j].get('id')}"
-            out[j] = {**calls[j],
-                      "function": {**fn, "arguments": clip_arguments(fn["arguments"], share,
-                                                                     where)}}
+            arguments = clip_arguments(fn["arguments"], share, where, WINDOW_SCOPE)
+            out[j] = {**calls[j], "function": {**fn, "arguments": arguments}}
     return out, total
-
-
-def clip_arguments(arguments: str, keep: int, where: str, scope: str = _SCOPE, *,
-                   floor: bool = False) -> str:
-    """Tool-call ``arguments`` cut to about ``keep`` characters.  JSON arguments stay JSON:
-    string values (never keys) longer than a common cap are cut to head-and-tail excerpts,
-    the cap chosen so the re-encoded arguments fit ``keep``.  Arguments that are not JSON,
-    hold more than :data:`MAX_JSON_ITEMS` values, or still do not fit (their bulk is not in
-    strings) get a head-and-tail excerpt of the raw string (no longer JSON).  ``scope`` is
-    what the excerpts' notes say left the text out (the window's intake by default; the
-    request bound passes its own).  With ``floor``, JSON whose long strings can be cut stays
-    JSON even when ``keep`` is less than its shortest such form (each long string cut to
-    :data:`MIN_EXCERPT_CHARS`), which is returned then: the request bound prefers a few
-    hundred characters more to arguments a framework cannot parse."""
-    if len(arguments) <= keep:
-        return arguments
-    # the room an excerpt's note takes (JSON-escaped), kept out of each cut string's share
-    note = len(json.dumps(excerpt("x" * len(arguments), MIN_EXCERPT_CHARS, where, scope)))
-    note -= MIN_EXCERPT_CHARS
-    if arguments.count(",") + arguments.count(":") <= MAX_JSON_ITEMS:
-        try:
-            decoded = json.loads(arguments)
-            room, best = keep, arguments
-            for _ in range(3):  # an excerpt's head and tail may escape more than its average
-                shorter = _clip_strings(decoded, room, note, where, scope, floor)
-                if shorter is None:
-                    break
-                text = json.dumps(shorter, ensure_ascii=False)
-                if len(text) <= keep + note:
-                    return text
-                best = min(best, text, key=len)
-                room = room * keep // len(text)
-            if floor and best is not arguments:
-                return best
-        except (ValueError, RecursionError):
-            pass
-    return excerpt(arguments, keep, where, scope)
-
-
-def _clip_strings(value: Any, keep: int, note: int, where: str, scope: str,
-                  floor: bool = False) -> Any:
-    """``value`` (decoded JSON) with its string values over a cap cut to excerpts, the cap
-    (in encoded characters: a newline is two) the largest whose total fits ``keep`` less the
-    rest of the encoding; ``None`` when no string carries the bulk (cutting them cannot make
-    it fit).  With ``floor``, a cap under :data:`MIN_EXCERPT_CHARS` is raised to it (the
-    strings an excerpt would not shorten stay whole)."""
-    lengths: list[int] = []
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            lengths.append(_encoded(item))
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    room = keep - (len(json.dumps(value, ensure_ascii=False)) - sum(lengths))
-    if not lengths or (room <= 0 and not floor):
-        return None
-    cap = _cap(sorted(lengths), max(0, room), note, floor)
-    if cap is None:
-        return None
-
-    def cut(item: Any) -> Any:
-        if isinstance(item, str):
-            size = _encoded(item)
-            if size <= cap:
-                return item
-            short = excerpt(item, max(MIN_EXCERPT_CHARS, cap * len(item) // size), where,
-                            scope)
-            return short if not floor or _encoded(short) < size else item
-        if isinstance(item, dict):
-            return {k: cut(v) for k, v in item.items()}
-        if isinstance(item, list):
-            return [cut(v) for v in item]
-        return item
-
-    return cut(value)
-
-
-def _encoded(text: str) -> int:
-    """Characters ``text`` takes in JSON (without its quotes)."""
-    return len(json.dumps(text, ensure_ascii=False)) - 2
-
-
-def _cap(lengths: list[int], room: int, note: int, floor: bool = False) -> int | None:
-    """The largest cap ``c`` (at least ``MIN_EXCERPT_CHARS``) such that the strings of
-    ``lengths`` (ascending), each longer one cut to ``c`` plus a ``note``, fit ``room``
-    (with ``floor``, ``MIN_EXCERPT_CHARS`` when none does)."""
-    used = 0
-    for i, length in enumerate(lengths):
-        left = len(lengths) - i
-        cap = (room - used) // left - note
-        if length <= cap:
-            used += length
-            continue
-        if cap >= MIN_EXCERPT_CHARS:
-            return cap
-        return MIN_EXCERPT_CHARS if floor else None
-    return None  # everything fits whole: the bulk is not in strings
 
 
 def _clip_content(message: Message, limit: int) -> Message | None:
@@ -227,7 +124,7 @@ def _clip_content(message: Message, limit: int) -> Message | None:
         if len(content) <= limit:
             return None
         new = dict(message)
-        new["content"] = excerpt(content, limit, _where(message), _SCOPE)
+        new["content"] = excerpt(content, limit, _where(message), WINDOW_SCOPE)
         new[CLIPPED_KEY] = len(content)
         return new
     if not isinstance(content, list):
@@ -242,7 +139,7 @@ def _clip_content(message: Message, limit: int) -> Message | None:
     for j in texts:
         text = content[j]["text"]
         if len(text) > share:
-            parts[j] = {**content[j], "text": excerpt(text, share, _where(message), _SCOPE)}
+            parts[j] = {**content[j], "text": excerpt(text, share, _where(message), WINDOW_SCOPE)}
     if sum(len(parts[j]["text"]) for j in texts) > limit:
         parts = _thin(parts, texts, limit, total)
     new = dict(message)
@@ -269,7 +166,7 @@ def _thin(parts: list[Any], texts: list[int], limit: int, total: int) -> list[An
     dropped = [j for j in texts if j not in head and j not in tail]
     note = {"type": "text", "text": (
         f"[… {len(dropped):,} text parts ({total - used:,} of {total:,} characters) left out of "
-        f"{_SCOPE}; the store keeps this message whole …]")}
+        f"{WINDOW_SCOPE}; the store keeps this message whole …]")}
     gone = set(dropped)
     out: list[Any] = []
     for j, part in enumerate(parts):
