@@ -42,8 +42,7 @@ class Keeper:
 
 def _host(tmp_path: Path, plugins: dict[str, Any], chain: list[str]) -> ContextHost:
     config = HermesConfig.model_validate(
-        {"context": {"hooks": {"select_context": chain}}, "memory": {"providers": []},
-         "summarizer": {"provider": "offline"}})
+        {"context": {"hooks": {"select_context": chain}}, "memory": {"providers": []}})
     return ContextHost.from_config(config, store=tmp_path / "state.db", extra_plugins=plugins)
 
 
@@ -86,41 +85,3 @@ def test_issue32_engines_without_select_context_are_not_asked(tmp_path: Path) ->
         assert rows[("keeper", "select_context")]["calls"] == 1
         assert session.last_select == [
             {"engine": "keeper", "provenance": "ok", "decision": {"kept": len(sent)}}]
-
-
-class HistoryUser:
-    """Searches the lineage on every call, as a retrieval engine does."""
-
-    read_only_messages = True
-
-    def __init__(self) -> None:
-        self.readers: list[Any] = []
-        self.found: list[int] = []
-
-    @hookimpl
-    def select_context(self, request: SelectRequest) -> None:
-        self.readers.append(request.history)
-        self.found.append(len(request.history.search("ZEBRA")))
-
-
-def test_issue32_one_history_reader_per_session_serves_every_call(tmp_path: Path) -> None:
-    """The reader (and its read-only connection) is made once per session id, not once per
-    request; after a rotation the new session gets its own, which still sees the lineage."""
-    engine = HistoryUser()
-    with _host(tmp_path, {"history": engine}, ["history"]) as host:
-        session = host.open_session(system_prompt="sys")
-        session.add_user("the password hint is ZEBRA")
-        session.add_assistant("noted")
-        for n in range(8):
-            chat_turn(session, n, size=200)
-        first = engine.readers[0]
-        assert all(r is first for r in engine.readers) and len(engine.readers) >= 3
-        assert engine.found[-1] >= 1
-        before = session.id
-        report = session.compress(force=True)
-        assert report.status == "committed" and session.id != before, report  # rotated
-        session.add_user("after the rotation")
-        session.build_request()
-        assert engine.readers[-1] is not first
-        assert engine.readers[-1].session_id == session.id
-        assert engine.found[-1] >= 1  # the lineage, through the new reader

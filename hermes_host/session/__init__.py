@@ -93,7 +93,6 @@ class Session:
         self.cache_checks = 0
         self.normalised = Normalisation()
         self.last_select: list[dict[str, Any]] = []
-        self._history: tuple[str, Any] | None = None  # (session id, its HistoryReader)
         self.last_prompt_tokens: int | None = None
         self.window_warning: str | None = None  # set by build_request (issues 12, 28)
         self.last_condensed: Condensed | None = None

@@ -166,11 +166,7 @@ def select(session: Session, base: list[Message]) -> list[Message]:
     model = host.config.model
     budget = max(model.context_length // 2, model.context_length - model.max_output_tokens)
     try:
-        # one reader per session id: its read-only connection, opened on an engine's first
-        # use, serves every later call instead of a new one per request
-        if session._history is None or session._history[0] != session.id:
-            session._history = (session.id, host.store.history_reader(session.id))
-        history = session._history[1]
+        history = host.store.history_reader(session.id)
         states = {name: host.store.get_engine_state(session.id, name) for name in chain}
     except StoreError:
         history, states = None, {}
