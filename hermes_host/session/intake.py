@@ -97,7 +97,7 @@ def clip(message: Message, limit: int) -> Message | None:
 
 def _clip_calls(message: Message, limit: int) -> tuple[list[Any], int] | None:
     """The tool calls of ``message`` with arguments over their share of ``limit`` clipped,
-    and the original arguments' total length; ``None`` when they fit."""
+    and the original length of the arguments clipped; ``None`` when they fit."""
     calls = message.get("tool_calls")
     if not isinstance(calls, list) or not calls:
         return None
@@ -109,13 +109,15 @@ def _clip_calls(message: Message, limit: int) -> tuple[list[Any], int] | None:
         return None
     share = limit // len(at)
     out: list[Any] = list(calls)
+    originals = 0
     for j in at:
         fn = calls[j]["function"]
         if len(fn["arguments"]) > share:
             where = f"the arguments of tool call {calls[j].get('id')}"
             arguments = clip_arguments(fn["arguments"], share, where, WINDOW_SCOPE)
             out[j] = {**calls[j], "function": {**fn, "arguments": arguments}}
-    return out, total
+            originals += len(fn["arguments"])
+    return out, originals
 
 
 def _clip_content(message: Message, limit: int) -> Message | None:

@@ -248,7 +248,7 @@ def check_cache(session: Session, base: list[Message]) -> bool:
     last = session._last_base_messages
     same = common_prefix(base, last, min(len(base), len(last), len(previous)))
     canon = previous[:same] + [_canonical(m) for m in base[same:]]
-    session._last_base_messages = base
+    session._last_base_messages = list(base)  # base may be the cached list, which grows
     ok = True
     if session._last_base is not None and session._last_base[0] == session.compression_epoch:
         prev = session._last_base[1]
