@@ -137,6 +137,14 @@ def test_import_many_refuses_a_file_as_output_and_never_overwrites_a_log(
     assert result.exit_code == 2 and "that is the log being converted" in result.stderr
     assert (root / "proj1" / "s1.jsonl").read_bytes() == before
 
+    # -o inside the directory searched: a second run does not read the first one's output
+    for run in range(2):
+        result = _invoke(tmp_path, "import", "claude-code", str(root / "proj2"), "--json",
+                         "-o", str(root / "proj2" / "out"))
+        report = json.loads(result.stdout)
+        assert [f["file"] for f in report["files"] if "/out/" in f["file"]] == [], run
+        assert report["converted"] == 2 and report["failed"] == 1, report  # bad.jsonl
+
     # one FILE and an existing directory: the transcript goes into it, under the log's name
     (tmp_path / "into").mkdir()
     result = _invoke(tmp_path, "import", "claude-code", str(root / "proj1" / "s1.jsonl"),

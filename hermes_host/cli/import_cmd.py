@@ -124,7 +124,7 @@ def _import_many(format: str, args: tuple[Path, ...], directory: Path,
     if directory.exists() and not directory.is_dir():
         fail(f"error: {directory}: not a directory; with several logs (or a directory of "
              "them) -o names the directory to write one transcript per log in")
-    paths, errors = expand_inputs(args, PATTERNS[format])
+    paths, errors = expand_inputs(args, PATTERNS[format], skip=directory)
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -23,11 +23,15 @@ def _found(directory: Path, patterns: Sequence[str]) -> list[Path]:
 
 
 def expand_inputs(
-    args: Iterable[Path], patterns: Sequence[str]
+    args: Iterable[Path], patterns: Sequence[str], *, skip: Path | None = None
 ) -> tuple[list[Path], list[tuple[Path, str]]]:
     """The files the arguments name, in order, each once (a file named twice, or also found in
     a named directory, is read once), and each argument that names nothing with its error
-    line: a path that does not exist, or a directory holding no file matching ``patterns``."""
+    line: a path that does not exist, or a directory holding no file matching ``patterns``.
+    Files a directory search finds under ``skip`` (the command's own output directory, when
+    it lies inside an input directory: a second run must not read the first one's
+    transcripts as logs) are not inputs."""
+    skipped = skip.resolve() if skip is not None else None
     files: list[Path] = []
     seen: set[Path] = set()
     errors: list[tuple[Path, str]] = []
@@ -35,6 +39,9 @@ def expand_inputs(
     for arg in args:
         if arg.is_dir():
             members = _found(arg, patterns)
+            if skipped is not None and skipped != arg.resolve():  # -o inside this directory
+                members = [path for path in members
+                           if not path.resolve().is_relative_to(skipped)]
             if not members:
                 errors.append((arg, f"{arg}: a directory with no {kinds} file in it"))
         elif arg.exists():
