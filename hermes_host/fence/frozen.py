@@ -385,7 +385,11 @@ def remember(window: Window) -> Window:
     return window
 
 
-_HANDED_SIZE = 8  # lists kept to be recognised: calls in flight at once, a few per turn
+_HANDED_SIZE = 8
+"""Lists kept to be recognised, in :data:`_aliases` and in :data:`_handed` each: the calls
+in flight at once and the sessions taking turns in one process.  With more sessions than
+this interleaving, a call finds its list evicted and rebases (a compare per message, still
+O(change) in Python work); each kept list also keeps its messages alive until evicted."""
 _aliases: OrderedDict[int, tuple[list[Any], Window]] = OrderedDict()
 """Callers' own lists :func:`window_of` has seen, by ``id`` (the list is kept, so the id is
 not reused while it is here): the window each held when last seen."""
