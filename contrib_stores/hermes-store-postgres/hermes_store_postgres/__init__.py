@@ -54,12 +54,13 @@ class PostgresStore(ManifestRooms):
     def export_rows(
         self, table: str, columns: Sequence[str], batch: int
     ) -> Iterator[list[tuple[Any, ...]]]:
-        """Rows of ``table`` by primary key, in batches (a server-side cursor)."""
+        """Rows of ``table`` by primary key, in batches (a server-side cursor).  A bulk read
+        (``store migrate``): no statement time limit on its fetches."""
         key = list(ORDER_KEYS.get(table, ("id",)))
         query = sql.SQL("SELECT {} FROM {} ORDER BY {}").format(
             sql.SQL(", ").join(map(sql.Identifier, columns)), sql.Identifier(table),
             sql.SQL(", ").join(map(sql.Identifier, key)))
-        with self._tx() as conn, conn.cursor(name="hermes_export") as cur:
+        with self._bulk_tx() as conn, conn.cursor(name="hermes_export") as cur:
             cur.itersize = max(1, batch)
             cur.execute(query)
             while rows := cur.fetchmany(max(1, batch)):
@@ -70,9 +71,10 @@ class PostgresStore(ManifestRooms):
         self, table: str, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]
     ) -> None:
         """Insert rows exactly as given (ids kept: ``OVERRIDING SYSTEM VALUE``) with COPY,
-        in one transaction."""
+        in one transaction — a bulk write (``store migrate``'s batch): no statement time
+        limit, ``lock_timeout`` kept."""
         overriding = "OVERRIDING SYSTEM VALUE " if table == "messages" else ""
-        with self._tx() as conn:
+        with self._bulk_tx() as conn:
             if table == "messages":
                 names = sql.SQL(", ").join(map(sql.Identifier, columns))
                 conn.execute(sql.SQL(
@@ -98,7 +100,7 @@ class PostgresStore(ManifestRooms):
     @errors("finishing an import")
     def finish_import(self) -> None:
         """Move the id sequences past the imported ids."""
-        with self._tx() as conn:
+        with self._bulk_tx() as conn:
             for table in ("messages", "requests", "compactions"):
                 conn.execute(sql.SQL(
                     "SELECT setval(pg_get_serial_sequence({name}, 'id'), "
@@ -122,7 +124,11 @@ class PostgresStore(ManifestRooms):
         statistics, what autovacuum would do later (substring p50 141 ms before, 3.7 ms
         after, at 100k fresh messages)."""
         done = 0
-        with self._read() as conn:
+        # Maintenance a user (sessions import, store migrate, a benchmark) or a tool asks
+        # for, not a turn: no lock or statement time limit for any of it (a large batch is
+        # one long UPDATE; VACUUM waits for an autovacuum of the table to finish; RESET
+        # restores the limits).  The rows' own locks are skipped (SKIP LOCKED).
+        with self._read() as conn, unbounded(conn):
             total = pending_rows(conn)
             while indexed := catch_up(conn, batch):
                 done += indexed
@@ -130,10 +136,7 @@ class PostgresStore(ManifestRooms):
                     progress(min(done, total), max(done, total))
             conn.execute("SELECT gin_clean_pending_list('messages_words'::regclass) + "
                          "gin_clean_pending_list('messages_substring'::regclass)")
-            # VACUUM waits for an autovacuum of the table to finish: maintenance, not a
-            # turn, so no lock or statement time limit for it (RESET restores them).
-            with unbounded(conn):
-                conn.execute("VACUUM (ANALYZE) messages")
+            conn.execute("VACUUM (ANALYZE) messages")
         return done
 
     @errors("reading the search index state")

@@ -3,7 +3,8 @@
 Every connection runs in autocommit mode (:mod:`.pool`); a method that writes, or reads
 several statements, opens one explicit transaction (``READ COMMITTED`` plus row locks where
 a decision depends on a row).  How a failure is reported lives in :mod:`.failures`, how long
-the store waits for the server in :mod:`.bounded`.
+the store waits for the server in :mod:`.bounded` (a bulk operation a user started runs in
+:meth:`PostgresBase._bulk_tx`, without a statement time limit).
 
 Time comes from the database (``clock_timestamp()``), never from the host: leases expire
 by one clock however many machines share the store.
@@ -11,6 +12,7 @@ by one clock however many machines share the store.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
@@ -22,13 +24,15 @@ from psycopg_pool import PoolTimeout
 from hermes_host.store import DEFAULT_LEASE_TTL
 from hermes_host.store.codec import MSG_COLS, WINDOW_ORDER
 from hermes_host.store.rooms import SharedRooms
-from hermes_store_postgres.bounded import Conn, unbounded
+from hermes_store_postgres.bounded import Conn, bulk, unbounded
 from hermes_store_postgres.failures import Unreachable, translate
 from hermes_store_postgres.pool import StorePool
 from hermes_store_postgres.schema import migrate
-from hermes_store_postgres.settings import parse_url
+from hermes_store_postgres.settings import parse_url, server_setting
 
 __all__ = ["MSG_COLS", "NOW", "WINDOW_ORDER", "PostgresBase"]
+
+log = logging.getLogger("hermes_store_postgres")
 
 NOW = "extract(epoch FROM clock_timestamp())::double precision"
 """The database's clock, in Unix seconds (what every stored time is)."""
@@ -53,6 +57,7 @@ class PostgresBase(SharedRooms[Conn]):
                 # Hosts starting together wait for each other's migration (an advisory
                 # lock), however long it takes: no time limit on this connection.
                 migrate(conn, self.schema, self.location)
+            self._warn_unread_limit()
             # The server just answered: the pool fills in the background.
             self._pool.open()
         except BaseException as exc:
@@ -60,6 +65,19 @@ class PostgresBase(SharedRooms[Conn]):
             if isinstance(exc, psycopg.Error | PoolTimeout | Unreachable):
                 raise translate(self.settings, exc, "opening the store") from None
             raise
+
+    def _warn_unread_limit(self) -> None:
+        """The server took the URL's ``-c statement_timeout=…`` but the store cannot read it
+        (:func:`~hermes_store_postgres.settings.setting_seconds`: not PostgreSQL's number and
+        unit grammar as the store knows it): say once that the client waits without limit."""
+        own = server_setting(self.settings.options, "statement_timeout")
+        if own is not None and self.settings.statement_limit is None:
+            log.warning(
+                "%s: cannot read statement_timeout=%s in the URL's options, so the store "
+                "sets no limit of its own on waiting for the server's answer (a server that "
+                "stops answering mid-statement holds the call until it answers again); "
+                "write it as a number with a unit (us, ms, s, min, h, d), e.g. 30s",
+                self.location, own)
 
     @classmethod
     def from_url(cls, url: str, *, lease_ttl: float = DEFAULT_LEASE_TTL) -> Any:
@@ -90,6 +108,15 @@ class PostgresBase(SharedRooms[Conn]):
     def _tx(self) -> Iterator[Conn]:
         """One transaction: all of it commits, or none of it."""
         with self._connection() as conn, conn.transaction():
+            yield conn
+
+    @contextmanager
+    def _bulk_tx(self) -> Iterator[Conn]:
+        """One transaction of a bulk operation a user started (an import's append, a
+        migration's batch): no ``statement_timeout`` and no answer limit for it
+        (:func:`~hermes_store_postgres.bounded.bulk`; ``lock_timeout`` stays), the
+        connection's own limits back when it ends."""
+        with self._connection() as conn, bulk(conn), conn.transaction():
             yield conn
 
     def close(self) -> None:

@@ -8,7 +8,8 @@ every connection of the store waits for an answer at most ``statement_timeout`` 
 <hermes_store_postgres.settings.StoreSettings.answer_within>`), then closes itself and
 raises :class:`~hermes_store_postgres.failures.NoAnswer`; the pool's check of an idle
 connection gets ``pool_timeout`` (:func:`check_within`).  Maintenance that may take as long
-as it takes runs :func:`unbounded`.
+as it takes runs :func:`unbounded`; a bulk operation a user started (an import, a store
+migration) runs :func:`bulk` (no statement or answer limit, ``lock_timeout`` kept).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 import socket
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import psycopg
@@ -25,7 +26,7 @@ from psycopg_pool import ConnectionPool
 
 from hermes_store_postgres.failures import NoAnswer
 
-__all__ = ["BoundedConnection", "Conn", "check_within", "unbounded"]
+__all__ = ["BoundedConnection", "Conn", "bulk", "check_within", "unbounded"]
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 
@@ -57,12 +58,13 @@ class BoundedConnection(Conn):
 
 
 @contextmanager
-def unbounded(conn: Conn) -> Iterator[None]:
-    """Maintenance on ``conn`` (a migration waiting for another host's, ``VACUUM``) that may
-    take as long as it takes: no ``lock_timeout``, ``statement_timeout`` or answer limit
-    until the block ends (``RESET`` restores the connection's own)."""
-    conn.execute("SET lock_timeout = 0")
-    conn.execute("SET statement_timeout = 0")
+def _lifted(conn: Conn, settings: tuple[str, ...]) -> Iterator[None]:
+    """``settings`` set to 0 (no limit) and no answer limit on ``conn`` until the block
+    ends; ``RESET`` then restores the connection's own values (the store's, or the URL's
+    ``options``).  Entered outside a transaction (``conn`` in autocommit mode): a ``SET``
+    inside one would be undone by its rollback, and a ``RESET`` in an aborted one fails."""
+    for name in settings:
+        conn.execute(f"SET {name} = 0".encode())
     within = getattr(conn, "answer_within", None)
     conn.answer_within = None  # type: ignore[attr-defined]
     try:
@@ -70,10 +72,28 @@ def unbounded(conn: Conn) -> Iterator[None]:
     finally:
         conn.answer_within = within  # type: ignore[attr-defined]
         try:
-            conn.execute("RESET lock_timeout")
-            conn.execute("RESET statement_timeout")
+            for name in settings:
+                conn.execute(f"RESET {name}".encode())
         except psycopg.Error:
             conn.close()  # never back in the pool without its limits
+
+
+def unbounded(conn: Conn) -> AbstractContextManager[None]:
+    """Maintenance on ``conn`` (a migration waiting for another host's, ``VACUUM``, the
+    search indexes' catch-up) that may take as long as it takes: no ``lock_timeout``,
+    ``statement_timeout`` or answer limit until the block ends (``RESET`` restores the
+    connection's own)."""
+    return _lifted(conn, ("lock_timeout", "statement_timeout"))
+
+
+def bulk(conn: Conn) -> AbstractContextManager[None]:
+    """A bulk write or read a user started (``sessions import``, a branch or append of at
+    least :data:`~hermes_store_postgres.messages.BULK_MIN` messages, ``store migrate``):
+    one statement over many rows may take as long as its size needs, so no
+    ``statement_timeout`` and no answer limit until the block ends — but ``lock_timeout``
+    stays: a bulk write does not wait for ever on a row another client holds.  A turn's
+    own writes are never bulk."""
+    return _lifted(conn, ("statement_timeout",))
 
 
 def check_within(conn: Conn, seconds: float) -> None:

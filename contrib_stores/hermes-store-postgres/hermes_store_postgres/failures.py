@@ -4,7 +4,8 @@ one user-facing :class:`~hermes_host.store.StoreError` (issue 31 (4)).
 It names what happened (the server is down or refused the login, stopped answering, a
 statement or lock wait ran past its limit, the connection was lost …), what to do, and
 whether anything was written: a read changed nothing, a failed transaction was rolled
-back, and a statement that got no answer after its commit was sent may have been stored.
+back, one that got no answer before its commit was sent will be (nothing of it is stored),
+and a statement that got no answer after its commit was sent may have been stored.
 The URL's password never appears in it.
 """
 
@@ -149,6 +150,11 @@ def translate(settings: StoreSettings, exc: BaseException, action: str) -> Store
     elif isinstance(exc, NoAnswer) and exc.unsure:
         outcome = ("the server may have carried it out before it stopped answering: whether "
                    "it was stored is unknown until the server answers again")
+    elif isinstance(exc, NoAnswer):
+        # No COMMIT was sent: the transaction can no longer commit, but the server only
+        # aborts it when it runs again and finds the connection gone.
+        outcome = ("no COMMIT was sent, so the transaction will be rolled back (by the "
+                   "server once it runs again); nothing of it is stored")
     else:
         outcome = "the transaction was rolled back, so nothing of it was stored"
     return StoreError(f"{settings.shown}: {what}{where}; {outcome}." + (

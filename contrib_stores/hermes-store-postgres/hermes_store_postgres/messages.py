@@ -24,7 +24,7 @@ from hermes_store_postgres.failures import errors
 from hermes_store_postgres.schema import SEARCH_VECTOR
 from hermes_store_postgres.sessions import SessionRooms
 
-__all__ = ["DEFER_INDEX_MIN", "MessageRooms"]
+__all__ = ["BULK_MIN", "DEFER_INDEX_MIN", "MessageRooms"]
 
 _TYPES = {"observed": "integer"}
 STAGE_MIN = 64
@@ -82,6 +82,13 @@ DEFER_INDEX_MIN = 256
 search index) and are indexed by the catch-up (:mod:`hermes_store_postgres.indexing`):
 maintaining the two GIN indexes row by row was ≈ 85 % of a bulk append's time.  Searches
 scan the pending rows meanwhile, so nothing committed is ever unsearchable."""
+BULK_MIN = DEFER_INDEX_MIN
+"""Appends of at least this many messages are bulk writes a user started (``sessions
+import``, a branch of a long window, a tool's import): they run without ``statement_timeout``
+and without the client's answer limit (:func:`~hermes_store_postgres.bounded.bulk`;
+``lock_timeout`` stays), so a big import on a slow server is not cut off half-way (200,000
+messages: ≈ 7 s here, two statements of seconds each).  A turn's append (a few messages)
+keeps every limit."""
 
 
 class MessageRooms(SessionRooms):
@@ -151,7 +158,7 @@ class MessageRooms(SessionRooms):
         prepared = prepare_messages(messages, token_counts)
         if 0 < len(prepared) < STAGE_MIN:
             return self._append_small(session_id, prepared)
-        with self._tx() as conn:
+        with self._bulk_tx() if len(prepared) >= BULK_MIN else self._tx() as conn:
             row = conn.execute(_TOUCH, (session_id,)).fetchone()
             if row is None:
                 self._require(conn, session_id)

@@ -16,7 +16,10 @@ query options, which are taken out before libpq sees the URL.
   ``-c statement_timeout=…`` before the URL's own ``options`` (which win).  The client also
   gives the server this long plus :data:`ANSWER_GRACE` to answer a statement: a server that
   stops answering mid-statement (stopped, hung, network dropping packets) cannot end the
-  statement itself, so the store closes the connection and says so.
+  statement itself, so the store closes the connection and says so.  Bulk work a user starts
+  (an append of many messages, ``store migrate``, ``index_pending``) runs without either
+  (:func:`hermes_store_postgres.bounded.bulk`).  A ``statement_timeout`` in ``options`` is
+  read by PostgreSQL's own grammar (:func:`setting_seconds`).
 
 Every other option (``sslmode``, ``connect_timeout``, ``options``, ``application_name`` …) is
 libpq's and reaches libpq exactly as written in the URL: the query string is split on ``&``
@@ -127,19 +130,85 @@ def _server(params: dict[str, str]) -> str:
     return ",".join(shown)
 
 
+def _option_words(options: str) -> list[str]:
+    """A libpq ``options`` string split as the server splits it (``pg_split_opts``): at
+    whitespace, a backslash taking the next character literally (``5\\ min``)."""
+    words: list[str] = []
+    word: list[str] = []
+    escaped = started = False
+    for char in options:
+        if escaped:
+            word.append(char)
+            escaped = False
+        elif char == "\\":
+            escaped = started = True
+        elif char in " \t\n\r\f\v":
+            if started:
+                words.append("".join(word))
+                word, started = [], False
+            continue
+        else:
+            word.append(char)
+        started = True
+    if started:
+        words.append("".join(word))
+    return words
+
+
 def server_setting(options: str, name: str) -> str | None:
-    """The last ``-c NAME=VALUE`` (or ``--NAME=VALUE``) in a libpq ``options`` string."""
-    found = re.findall(rf"(?:-c\s*|--){re.escape(name)}=(\S+)", options)
-    return found[-1] if found else None
+    """The value of the last ``-c NAME=VALUE`` (``-cNAME=VALUE``, ``--NAME=VALUE``) in a
+    libpq ``options`` string, read as the server reads it: words split at unescaped
+    whitespace, the name case-insensitive with ``-`` for ``_``."""
+    found = None
+    words = _option_words(options)
+    at = 0
+    while at < len(words):
+        word = words[at]
+        at += 1
+        if word == "-c" and at < len(words):
+            setting = words[at]
+            at += 1
+        elif word.startswith("-c"):
+            setting = word[2:]
+        elif word.startswith("--"):
+            setting = word[2:]
+        else:
+            continue
+        key, equals, value = setting.partition("=")
+        if equals and key.replace("-", "_").lower() == name:
+            found = value
+    return found
+
+
+_INTEGER = re.compile(r"[ \t\n\r\f\v]*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
+_REAL = re.compile(r"[ \t\n\r\f\v]*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def setting_seconds(value: str) -> float | None:
-    """A PostgreSQL time setting (``500``, ``5s``, ``1min`` …; a bare number is milliseconds)
-    in seconds; ``None`` when it cannot be read."""
-    found = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*(us|ms|s|min|h|d)?\s*", value)
-    if not found:
+    """A PostgreSQL time setting in milliseconds (``statement_timeout``, ``lock_timeout``)
+    read by the server's own grammar (``parse_int`` in ``guc.c``), in seconds: a number —
+    decimal, ``0x`` hexadecimal or ``0`` octal, or with a fraction or exponent (``1.5``,
+    ``1e3``) — then, after optional whitespace, an optional unit ``us``, ``ms``, ``s``,
+    ``min``, ``h`` or ``d`` (case-sensitive; none: milliseconds), rounded to whole
+    milliseconds as the server rounds.  ``None`` when the server would refuse it."""
+    whole = _INTEGER.match(value)
+    number: float
+    if whole and value[whole.end():whole.end() + 1] not in (".", "e", "E"):
+        digits = whole[2]
+        base = 16 if digits[:2] in ("0x", "0X") else 8 if len(digits) > 1 and \
+            digits[0] == "0" else 10
+        number = int(digits, base) * (-1 if whole[1] == "-" else 1)
+        end = whole.end()
+    else:
+        real = _REAL.match(value)
+        if not real:
+            return None
+        number, end = float(real[0]), real.end()
+    unit = value[end:].strip(" \t\n\r\f\v") or "ms"
+    if unit not in _UNITS:
         return None
-    return float(found[1]) * _UNITS[found[2] or "ms"]
+    milliseconds = round(number * _UNITS[unit] * 1000)
+    return milliseconds / 1000 if 0 <= milliseconds <= 2**31 - 1 else None
 
 
 def parse_url(url: str) -> StoreSettings:
