@@ -52,7 +52,7 @@ from reliability_figures import record, scaled
 from store_helpers import fts_integrity
 
 from hermes_host.host import ContextHost
-from hermes_host.messages import check_invariants, validate_messages
+from hermes_host.messages import check_invariants, is_summary, validate_messages
 from hermes_host.store import open_store
 from hermes_host.testing.stores import BackendSpec, StoreFactory
 from tests.host_helpers import TailEngine, make_config
@@ -234,6 +234,9 @@ def test_processes_share_sessions_exactly_once(
         for k in range(sessions):
             window = host.resume(f"conc-{k}").window()
             validate_messages(window)
-            # at most one unfinished turn per process may sit over the threshold
-            assert host.tokens.count_all(window) < 900 + workers * 300, "never compacted"
+            # at most one unfinished turn per process may sit over the threshold; the summary
+            # is left out: it names every turn its compaction dropped, so one compaction
+            # after a slow stretch (a loaded machine) makes it long, not the window uncompacted
+            body = [m for m in window if not is_summary(m)]
+            assert host.tokens.count_all(body) < 900 + workers * 300, "never compacted"
     record("concurrency", **figures)
