@@ -5,10 +5,10 @@ what lies between ``<!-- figures:start -->`` and ``<!-- figures:end -->`` in ``D
 reliability`` calls it after the full-size run; the lines come from
 ``tests/reliability_figures.record``).
 
-``python tests/reliability/render_figures.py --section concurrency|fuzz FIGURES.jsonl … DOC``
-replaces only that section (its ``### `` heading up to the next one) inside the figures, from
-a run of that part alone (the long counting run of issue 31), and leaves the others as they
-were measured.
+``python tests/reliability/render_figures.py --section PART FIGURES.jsonl … DOC`` (``PART``:
+``concurrency``, ``fuzz`` or ``sigkill``) replaces only that section (its ``### `` heading up
+to the next one) inside the figures, from a run of that part alone (the long counting run of
+issue 31), and leaves the others as they were measured.
 """
 
 from __future__ import annotations
@@ -32,6 +32,18 @@ def _table(head: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(lines)
 
 
+
+
+def sigkill(kills: list[dict[str, Any]]) -> list[str]:
+    """The section of the SIGKILL trials: a row per workload, and the totals."""
+    return ["### SIGKILL trials", "", _table(
+        ["workload", "trials", "acknowledged messages", "lost", "duplicated",
+         "compressions", "kills during a compaction"],
+        [[r["workload"], r["trials"], r["acked"], r["lost"], r["duplicated"],
+          r["compressions"], r["killed_mid_compaction"]] for r in kills]
+        + [["**total**", sum(r["trials"] for r in kills),
+            sum(r["acked"] or 0 for r in kills), sum(r["lost"] for r in kills),
+            sum(r["duplicated"] for r in kills), "", ""]])]
 
 
 def concurrency(rows: list[dict[str, Any]]) -> list[str]:
@@ -88,7 +100,8 @@ def fuzz(rows: list[dict[str, Any]]) -> list[str]:
 
 
 SECTIONS = {"concurrency": ("### Processes sharing sessions", concurrency),
-            "fuzz": ("### Fuzzing", fuzz)}
+            "fuzz": ("### Fuzzing", fuzz),
+            "sigkill": ("### SIGKILL trials", sigkill)}
 """The sections ``--section`` can replace on their own: part → (heading, renderer)."""
 
 
@@ -110,15 +123,7 @@ def render(rows: list[dict[str, Any]]) -> str:
     sizes = sorted({r["size"] for r in rows}) or ["none"]
     out = [f"Measured in one run at size `{', '.join(sizes)}` on the shared 2-core machine."]
 
-    kills = by["sigkill"]
-    out += ["", "### SIGKILL trials", "", _table(
-        ["workload", "trials", "acknowledged messages", "lost", "duplicated",
-         "compressions", "kills during a compaction"],
-        [[r["workload"], r["trials"], r["acked"], r["lost"], r["duplicated"],
-          r["compressions"], r["killed_mid_compaction"]] for r in kills]
-        + [["**total**", sum(r["trials"] for r in kills),
-            sum(r["acked"] or 0 for r in kills), sum(r["lost"] for r in kills),
-            sum(r["duplicated"] for r in kills), "", ""]])]
+    out += ["", *sigkill(by["sigkill"])]
     if by["disk_full"]:
         out += ["", "### Disk full during publish", "", _table(
             ["how", "publish mode", "lost", "the error the caller gets"],

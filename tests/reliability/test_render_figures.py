@@ -94,3 +94,23 @@ def test_section_fuzz_replaces_the_fuzzing_table_only(tmp_path: Path) -> None:
     assert "| 2 |" not in text and "| old |" in text and "| 1 |" in text
     assert "| validate_messages | 10000 | 0 | accepted 4, rejected 6 |" in text.splitlines()
     assert text.index("### Processes") < text.index("### Fuzzing") < text.index("After.")
+
+
+def test_section_sigkill_replaces_the_sigkill_table_only(tmp_path: Path) -> None:
+    doc, figures = tmp_path / "reliability.md", tmp_path / "figures.jsonl"
+    doc.write_text(DOC)
+    kill = dict(part="sigkill", size="full", at=1796515200.0, lost=0, duplicated=0)
+    rows = [{**kill, "workload": "turns, rotate publish", "trials": 400, "acked": 31822,
+             "compressions": 2584, "killed_mid_compaction": 347},
+            {**kill, "workload": "publish loop (store level), rotate", "trials": 100,
+             "acked": None, "compressions": 370, "killed_mid_compaction": None},
+            _row("sqlite", 2, "rotate", 400)]  # another part's row: not rendered here
+    figures.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    render_figures.main(["--section", "sigkill", str(figures), str(doc)])
+    text = doc.read_text()
+    assert "| 1 |" not in text and "| old |" in text and "| 2 |" in text
+    lines = text.splitlines()
+    assert "| turns, rotate publish | 400 | 31822 | 0 | 0 | 2584 | 347 |" in lines
+    assert "| publish loop (store level), rotate | 100 | – | 0 | 0 | 370 | – |" in lines
+    assert "| **total** | 500 | 31822 | 0 | 0 |  |  |" in lines
+    assert text.index("### SIGKILL") < text.index("### Processes") < text.index("After.")
