@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 from _targets import Targets
+from _trees import base_tree
 
 BASE_COMMIT = "22b540e"
 CASES = (("prose", 20), ("prose", 50), ("same", 10), ("args", 20))
@@ -142,19 +143,6 @@ def _run(tree: Path, *args: str, timeout: float = 1800) -> dict[str, object]:
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-def _base_tree(tmp: Path, argv: list[str]) -> tuple[Path | None, str]:
-    if "--base" in argv:
-        return Path(argv[argv.index("--base") + 1]), "given with --base"
-    repo = Path(__file__).resolve().parents[1]
-    try:
-        archive = subprocess.run(["git", "-C", str(repo), "archive", BASE_COMMIT, "hermes_host"],
-                                 capture_output=True, check=True, timeout=120).stdout
-        subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True, timeout=120)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return None, f"the base commit is not available here ({type(exc).__name__})"
-    return tmp, f"`git archive {BASE_COMMIT}`"
-
-
 def _seconds(result: dict[str, object], key: str) -> str:
     value = result.get(key)
     return f"{value:.2f}" if isinstance(value, float) else "–"
@@ -185,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---|---:|---:|---:|---:|---|---:|---:|",
     ]
     with tempfile.TemporaryDirectory() as tmp:
-        base, source = _base_tree(Path(tmp), argv)
+        base, source = base_tree(Path(tmp), argv, BASE_COMMIT)
         results: dict[tuple[str, float, str], dict[str, object]] = {}
         for kind, mb in cases:
             label = f"{mb:g} MB " + {"prose": "of text", "same": "of one character",

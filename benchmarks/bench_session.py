@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 from _targets import Targets
+from _trees import base_tree
 
 from hermes_host.config import HermesConfig
 from hermes_host.host import ContextHost, Session
@@ -200,21 +201,6 @@ def _child_none_cost() -> None:
     print(json.dumps({"us": statistics.median(costs), "from": hermes_host.__file__}))
 
 
-def _base_tree(tmp: Path, argv: list[str]) -> tuple[Path | None, str]:
-    """The base commit's source tree: ``--base DIR``, else ``git archive`` of BASE_COMMIT
-    into ``tmp``.  ``(None, why)`` when neither is available."""
-    if "--base" in argv:
-        return Path(argv[argv.index("--base") + 1]), "given with --base"
-    repo = Path(__file__).resolve().parents[1]
-    try:
-        archive = subprocess.run(["git", "-C", str(repo), "archive", BASE_COMMIT, "hermes_host"],
-                                 capture_output=True, check=True, timeout=120).stdout
-        subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True, timeout=120)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return None, f"the base commit is not available here ({type(exc).__name__})"
-    return tmp, f"`git archive {BASE_COMMIT}`"
-
-
 def _child(tree: Path) -> float:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     done = subprocess.run([sys.executable, __file__, "--child"], capture_output=True,
@@ -229,7 +215,7 @@ def _vs_base(argv: list[str]) -> tuple[float, float, float, str] | None:
     from): child processes of each tree in turn, A B A B..."""
     here = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory() as tmp:
-        base, source = _base_tree(Path(tmp), argv)
+        base, source = base_tree(Path(tmp), argv, BASE_COMMIT)
         if base is None:
             print(f"(no comparison with the base commit: {source})", file=sys.stderr)
             return None
