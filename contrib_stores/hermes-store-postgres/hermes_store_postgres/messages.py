@@ -200,17 +200,8 @@ class MessageRooms(SessionRooms):
             (session_id,),
         ).fetchone()
 
-    @errors("reading the window")
     def active_messages(self, session_id: str) -> list[Message]:
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {MSG_COLS} FROM messages WHERE session_id = %s AND active "
-                f"{WINDOW_ORDER}".encode(),
-                (session_id,),
-            ).fetchall()
-            if not rows:
-                self._require(conn, session_id)
-        return [decode_row(r) for r in rows]
+        return self.active_messages_counted(session_id)[0]
 
     @errors("reading the window")
     def active_messages_counted(self, session_id: str) -> tuple[list[Message], list[int]]:

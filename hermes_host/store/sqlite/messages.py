@@ -237,17 +237,8 @@ class MessageRooms(SessionRooms):
         ).fetchone()
         return row
 
-    @errors("reading the window")
     def active_messages(self, session_id: str) -> list[Message]:
-        conn = self._conn()
-        rows = conn.execute(
-            f"SELECT {MSG_COLS} FROM messages WHERE session_id = ? AND active = 1 "
-            + WINDOW_ORDER,
-            (session_id,),
-        ).fetchall()
-        if not rows:
-            self._require(conn, session_id)
-        return [decode_row(r) for r in rows]
+        return self.active_messages_counted(session_id)[0]
 
     @errors("reading the window")
     def active_messages_counted(self, session_id: str) -> tuple[list[Message], list[int]]:
