@@ -178,19 +178,20 @@ def test_the_url_s_statement_timeout_is_read_as_the_server_reads_it_issue_31(
 def test_a_statement_timeout_the_store_cannot_read_is_said_once_issue_31(
     hermes_postgres: TestServer, caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """``0x1.8p1`` is a C hexadecimal float the server reads (3 ms) and the store does not:
+    """``0x1.8p13`` is a C hexadecimal float the server reads (12,288 ms; a few ms would
+    time out the store's own reads on a loaded machine) and the store does not:
     the client then has no answer limit, and says so once when the store opens (before:
     silently).  A readable value, or none, logs nothing."""
     caplog.set_level(logging.WARNING, logger="hermes_store_postgres")
-    unread = hermes_postgres.fresh_url() + "&options=-c%20statement_timeout%3D0x1.8p1"
+    unread = hermes_postgres.fresh_url() + "&options=-c%20statement_timeout%3D0x1.8p13"
     with PostgresStore(unread) as store:
         with store._read() as conn:
-            assert conn.execute("SHOW statement_timeout").fetchone() == ("3ms",)
+            assert conn.execute("SHOW statement_timeout").fetchone() == ("12288ms",)
             assert getattr(conn, "answer_within", "unset") is None
         store.list_sessions()
     warnings = [r.getMessage() for r in caplog.records if r.name == "hermes_store_postgres"]
     assert len(warnings) == 1, warnings
-    assert "cannot read statement_timeout=0x1.8p1 in the URL's options" in warnings[0]
+    assert "cannot read statement_timeout=0x1.8p13 in the URL's options" in warnings[0]
     assert "no limit of its own on waiting for the server's answer" in warnings[0]
     assert hermes_postgres.password not in warnings[0]
     caplog.clear()
