@@ -149,7 +149,7 @@ def test_issue15_a_rebased_window_knows_what_a_fresh_build_knows(edit: str) -> N
     """A window built from the previous one (shared messages, the change checked alone)
     reports the same violations, sizes and summary count as one built from scratch: a
     cached "valid" is never reused for a window that changed."""
-    from hermes_host.fence.frozen import Window, window_of
+    from hermes_host.fence.windows import Window, window_of
 
     first = window_of(_fresh(window()))
     assert first.violations == []
@@ -216,7 +216,7 @@ def test_issue15_a_changed_message_in_a_fresh_request_reaches_the_engine_as_chan
 
 
 def test_issue15_a_request_list_changed_in_place_is_seen_as_changed() -> None:
-    from hermes_host.fence.frozen import window_of
+    from hermes_host.fence.windows import window_of
 
     messages = _fresh(window())
     first = window_of(messages)
@@ -274,7 +274,8 @@ def test_issue15_a_read_only_engine_hands_back_the_very_objects_and_they_are_ado
 def test_issue32_a_handed_out_list_comes_back_as_the_fences_own_messages() -> None:
     """An engine that answers with the very list it was handed is recognised by identity;
     a list it changed is validated like any other."""
-    from hermes_host.fence.frozen import FrozenDict, hand_out, window_of
+    from hermes_host.fence.frozen import FrozenDict
+    from hermes_host.fence.windows import hand_out, window_of
 
     win = window_of(_fresh(window()))
     handed = hand_out(win)
@@ -299,7 +300,7 @@ def test_issue32_a_handed_out_list_comes_back_as_the_fences_own_messages() -> No
 def test_issue32_a_callers_own_list_is_known_again_until_it_changes() -> None:
     """The same list passed again, unchanged, gives the same window (one compare); appended
     to in place, a new window that holds the new message."""
-    from hermes_host.fence.frozen import window_of
+    from hermes_host.fence.windows import window_of
 
     messages = _fresh(window())
     first = window_of(messages)

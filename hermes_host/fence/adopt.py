@@ -20,15 +20,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from hermes_host.fence.errors import redact_request_text
-from hermes_host.fence.frozen import (
-    FrozenDict,
-    Splice,
-    Unfreezable,
-    Window,
-    freeze,
-    remember,
-    window_of,
-)
+from hermes_host.fence.frozen import FrozenDict, Unfreezable, freeze
 from hermes_host.fence.isolation import Outcome
 from hermes_host.fence.provenance import Provenance
 from hermes_host.fence.snapshot import NotPlainData, PastDeadline, ResultTooLarge, plain
@@ -39,6 +31,7 @@ from hermes_host.fence.validate import (
     system_prompt_change,
     type_problem,
 )
+from hermes_host.fence.windows import Splice, Window, remember, window_of
 
 __all__ = [
     "LATE_CHECK",

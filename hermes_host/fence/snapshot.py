@@ -28,7 +28,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from hermes_host.fence.frozen import Unfreezable, hand_out, thaw, window_of
+from hermes_host.fence.frozen import Unfreezable, thaw
+from hermes_host.fence.windows import hand_out, window_of
 from hermes_host.messages import IMMUTABLE_TYPES, copy_data
 
 __all__ = ["NotPlainData", "PastDeadline", "ResultTooLarge", "plain", "snapshot"]

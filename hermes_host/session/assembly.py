@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hermes_host import guards as guard_rules
-from hermes_host.fence.frozen import common_prefix, common_suffix
+from hermes_host.fence.windows import common_prefix, common_suffix
 from hermes_host.injections import Injection, apply_injections
 from hermes_host.messages import (
     normalize_alternation,

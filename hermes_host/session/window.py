@@ -11,7 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from hermes_host.fence.frozen import Unfreezable, common_prefix, freeze
+from hermes_host.fence.frozen import Unfreezable, freeze
+from hermes_host.fence.windows import common_prefix
 from hermes_host.messages import (
     DANGLING_RESULT,
     normalize_alternation,
